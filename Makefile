@@ -1,0 +1,65 @@
+# mythloop: one-command setup, tests, demo and benchmarks.
+# Every target is idempotent: a second `make test` reinstalls nothing.
+
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+APT_PACKAGES := libcairo2-dev libpango1.0-dev pkg-config ffmpeg texlive-latex-base \
+                texlive-latex-extra dvisvgm
+# Keep everything this project writes inside the checkout.
+export MYTHLOOP_STATE_DIR ?= $(CURDIR)/.mythloop
+export PREFECT_HOME ?= $(MYTHLOOP_STATE_DIR)/prefect
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+PYTEST_ARGS ?=
+
+.PHONY: setup apt venv test demo demo-sweep demo-film bench lint doctor clean
+
+setup: apt $(VENV)/.installed
+
+# System packages: installed only when one is missing (manimpango and pycairo
+# build against cairo/pango; MathTex needs LaTeX + dvisvgm; manim needs ffmpeg).
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "[setup] installing system packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "[setup] system packages present"; fi
+
+# torch first, pinned to the local CPU wheel: otherwise sentence-transformers
+# pulls a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev]"
+	@touch $@
+
+test: setup
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+demo: setup demo-sweep demo-film
+
+demo-sweep: setup
+	$(VENV)/bin/mythloop sweep --judge simulated --noise 0.2 --rounds 6 --replicates 3
+
+demo-film: setup
+	$(VENV)/bin/mythloop film "the heat equation" --backend replay --render -q l
+
+bench: setup
+	$(PY) bench/run_all.py
+
+lint: setup
+	$(VENV)/bin/ruff check mythloop flows tasks tests bench
+
+doctor: setup
+	$(VENV)/bin/mythloop doctor
+
+clean:
+	rm -rf .mythloop .pytest_cache .ruff_cache

