@@ -14,6 +14,7 @@ from mythloop.llm.errors import (
     BackendError,
     BackendTimeout,
     EmptyOutput,
+    ToolMissing,
     classify_failure,
 )
 from mythloop.llm.runner import CLIResult, resolve_executable, run_cli
@@ -63,7 +64,10 @@ class CLIBackend(Backend):
 
     def _run(self, argv: list[str], *, input_text: str | None, timeout: float, model: str) -> CLIResult:
         exe = resolve_executable(self.command, self.name)
-        res = run_cli([exe, *argv], input_text=input_text, env=self._env(), cwd=self.cwd, timeout=timeout)
+        try:
+            res = run_cli([exe, *argv], input_text=input_text, env=self._env(), cwd=self.cwd, timeout=timeout)
+        except OSError as exc:  # not executable, bad interpreter line, cwd missing
+            raise ToolMissing(f"{self.name}: cannot start {exe!r} ({exc.strerror or exc})") from exc
         if res.timed_out:
             raise BackendTimeout(
                 f"{self.name} (model {model}): no answer within {timeout:g}s; "
@@ -139,6 +143,12 @@ def _copy_tree_atomic(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def make_sandbox_home(home: Path) -> Path:
     """An empty HOME whose skill folders exist but hold nothing (blocks home-level skill discovery)."""
     for sub in (".gemini/skills", ".agents/skills"):
@@ -155,8 +165,8 @@ def prepare_workspace(workspace: Path, skills: Iterable[str | Path] = ()) -> Pat
             raise BackendError(f"gemini: skill folder {src} has no SKILL.md; pass skill directories")
         _copy_tree_atomic(src.resolve(), skills_dir / src.name)
     gem = workspace / ".gemini"
-    (gem / "settings.json").write_text(json.dumps({"hooks": {"BeforeAgent": [], "AfterAgent": []}}) + "\n")
-    (gem / "trustedFolders.json").write_text(json.dumps({"trusted": True}) + "\n")
+    _write_json_atomic(gem / "settings.json", {"hooks": {"BeforeAgent": [], "AfterAgent": []}})
+    _write_json_atomic(gem / "trustedFolders.json", {"trusted": True})
     return skills_dir
 
 

@@ -143,6 +143,7 @@ class SimulatedJudge(Backend):
         seed: int = 0,
         lean_helpful: float = 0.25,
         pool: str | Path | None = None,
+        prompts: str | Path | None = None,
         model: str | None = None,
     ) -> None:
         for label, rate in (("noise", noise), ("omit_rate", omit_rate), ("invent_rate", invent_rate), ("lean_helpful", lean_helpful)):
@@ -153,6 +154,8 @@ class SimulatedJudge(Backend):
 
             tiers = tiers_from_pool(pool or data_path("fixtures", "pool"))
         self.tiers = dict(tiers)
+        if expected is None and prompts is not None:
+            expected = expected_from_prompts(prompts)
         self.expected = {_norm(k): v for k, v in (expected or {}).items()}
         self.noise, self.omit_rate, self.invent_rate = noise, omit_rate, invent_rate
         self.seed, self.lean_helpful = int(seed), lean_helpful

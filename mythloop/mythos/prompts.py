@@ -1,0 +1,86 @@
+"""Deterministic prompt text for every Mythos model call (stages, codegen, repair)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from mythloop.mythos.stages import load_charter, stage_by_slug
+
+__all__ = [
+    "FAILURE_TAIL_CHARS",
+    "system_prompt",
+    "json_contract",
+    "stage_prompt",
+    "rejection_note",
+    "codegen_prompt",
+    "repair_prompt",
+    "prompt_sha256",
+]
+
+FAILURE_TAIL_CHARS = 8000  # the repair prompt carries only the end of the error output
+
+
+def _dump(obj: Any) -> str:
+    """Stable JSON text: the same artifact always gives the same prompt (and sha256)."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def system_prompt() -> str:
+    """The cinematic charter, sent as the system prompt of every call."""
+    return load_charter("cinematic-charter.md")
+
+
+def json_contract() -> str:
+    """The output contract appended to every stage prompt."""
+    return load_charter("json-contract.md")
+
+
+def rejection_note(reason: str) -> str:
+    """The paragraph appended for the one retry after a rejected artifact."""
+    return (
+        "PREVIOUS ATTEMPT REJECTED: your last artifact was unusable "
+        f"({reason}). The input artifact above holds real material - mine it. Return one complete, "
+        "richly populated JSON object with every key of your charter; empty lists and placeholder "
+        "text are failures."
+    )
+
+
+def stage_prompt(slug: str, input_artifact: dict, rejection: str | None = None) -> str:
+    """Charter + input artifact + JSON contract (+ the rejection reason on the retry)."""
+    spec = stage_by_slug(slug)
+    parts = [
+        load_charter(spec.charter_file),
+        "INPUT ARTIFACT JSON:\n" + _dump(input_artifact),
+        json_contract(),
+    ]
+    if rejection:
+        parts.append(rejection_note(rejection))
+    return "\n\n".join(parts) + "\n"
+
+
+def _fill(template: str, **values: str) -> str:
+    """Replace {name} placeholders literally (the values are full of braces: no str.format)."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def codegen_prompt(dossier: dict) -> str:
+    """The code writer's prompt: the codegen template with every stage artifact inlined."""
+    return _fill(load_charter("codegen.md"), dossier_json=_dump(dossier)) + "\n"
+
+
+def repair_prompt(code: str, failure_tail: str) -> str:
+    """The repair prompt: the failing file and the last 8000 chars of its failure output."""
+    tail = (failure_tail or "unknown failure")[-FAILURE_TAIL_CHARS:]
+    return _fill(load_charter("repair.md"), current_file=code.rstrip("\n"), failure_tail=tail.rstrip("\n")) + "\n"
+
+
+def prompt_sha256(prompt: str, system: str | None = None) -> str:
+    """sha256 of the prompt text (what replay cassettes record), system prompt excluded by default."""
+    digest = hashlib.sha256(prompt.encode("utf-8"))
+    if system:
+        digest.update(b"\x00" + system.encode("utf-8"))
+    return digest.hexdigest()

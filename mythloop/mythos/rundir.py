@@ -1,0 +1,119 @@
+"""Film run directories (`<runs_root>/mythos/<UTC stamp>-<slug>/`) and their atomic manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["slugify", "create_run_dir", "write_json_atomic", "Manifest", "utc_now"]
+
+_SLUG_MAX = 48
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def slugify(prompt: str) -> str:
+    """Lowercase a-z0-9 words joined by hyphens, at most 48 chars; 'film' when nothing is left."""
+    slug = re.sub(r"[^a-z0-9]+", "-", prompt.replace("\ufeff", "").lower()).strip("-")
+    return slug[:_SLUG_MAX].rstrip("-") or "film"
+
+
+def create_run_dir(runs_root: Path | str, prompt: str) -> Path:
+    """Create `<runs_root>/mythos/<YYYYmmdd-HHMMSS>-<slug>/`, suffixed -2, -3... if taken."""
+    parent = Path(runs_root).expanduser() / "mythos"
+    parent.mkdir(parents=True, exist_ok=True)
+    base = f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{slugify(prompt)}"
+    for attempt in range(1, 1000):
+        candidate = parent / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            # mkdir without exist_ok is the atomic claim: two films started in the
+            # same second can't both win the same name.
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"could not find a free run directory name under {parent} for {base!r}")
+
+
+def write_json_atomic(path: Path | str, obj: Any) -> Path:
+    """Write `obj` as indented JSON via a temp file in the same folder and os.replace."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+class Manifest:
+    """A run's manifest.json: every update is written to disk atomically at once."""
+
+    FILE_NAME = "manifest.json"
+
+    def __init__(self, run_dir: Path | str, **initial: Any) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / self.FILE_NAME
+        self.data: dict[str, Any] = {
+            "run_id": self.run_dir.name,
+            "created_utc": utc_now(),
+            "stages": [],
+        }
+        self.data.update(initial)
+        self.save()
+
+    @classmethod
+    def load(cls, run_dir: Path | str) -> Manifest:
+        """Reopen an existing run's manifest (for resumed films)."""
+        path = Path(run_dir) / cls.FILE_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f"no {cls.FILE_NAME} in {run_dir}; is it a film run directory?")
+        manifest = cls.__new__(cls)
+        manifest.run_dir = Path(run_dir)
+        manifest.path = path
+        manifest.data = json.loads(path.read_text(encoding="utf-8"))
+        return manifest
+
+    def save(self) -> None:
+        """Write the whole manifest atomically."""
+        write_json_atomic(self.path, self.data)
+
+    def update(self, **fields: Any) -> None:
+        """Set top-level fields, then save."""
+        self.data.update(fields)
+        self.save()
+
+    def add_stage(self, record: dict[str, Any]) -> None:
+        """Append (or replace, by `stage` name) one stage record, then save."""
+        stages = self.data.setdefault("stages", [])
+        name = record.get("stage")
+        for index, existing in enumerate(stages):
+            if name is not None and existing.get("stage") == name:
+                stages[index] = {**existing, **record}
+                break
+        else:
+            stages.append(dict(record))
+        self.save()
+
+    def append(self, key: str, item: Any) -> None:
+        """Append to a top-level list (renders, repairs, fallbacks), then save."""
+        self.data.setdefault(key, []).append(item)
+        self.save()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]

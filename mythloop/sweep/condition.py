@@ -1,0 +1,309 @@
+"""One condition x replicate of a sweep: its sandbox, measurement and learning turns.
+
+Plain library code; `tasks/sweep.py` wraps the steps as Prefect tasks.
+The sandbox holds everything the condition writes: its verdict store, its
+workspace copies of the skills, the per-round JSONL and the raw turn texts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mythloop.skills import Catalog
+from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed
+from mythloop.sweep.files import append_jsonl, read_jsonl, write_json_atomic, write_text_atomic
+
+__all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
+
+
+def render_catalog(ranked) -> str:
+    """The seed's "Skills (mandatory)" catalog block for the top-k shown to the model."""
+    lines = [
+        "## Skills (mandatory)",
+        "Before replying, scan the skills below. If a skill matches or is even partially relevant "
+        "to your task, you MUST load it with skill_view(name) and follow its instructions. "
+        "Err on the side of loading.",
+        "",
+        "<available_skills>",
+    ]
+    for entry in ranked:
+        desc = " ".join((entry["description"] or "").split())[:300]
+        lines.append(f"  - {entry['name']}: {desc}" if desc else f"  - {entry['name']}")
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+def learning_prompt(ranked, contract: str, task: str) -> str:
+    return render_catalog(ranked) + "\n\n---\n" + contract.strip() + "\n\nUser task:\n" + task
+
+
+def session_id_for(cond: str, replicate: int, round_idx: int, prompt_id: str) -> str:
+    """Stable across retries and resumes, so a repeated write of a turn is a no-op."""
+    return f"{cond}-rep{replicate}-r{round_idx}-{prompt_id}"
+
+
+@dataclass
+class ConditionRun:
+    """Live state of one condition x replicate inside a sweep process."""
+
+    config: SweepConfig
+    cond: str
+    replicate: int
+    results_dir: Path
+    catalog: Catalog
+    prompts: list[SweepPrompt]
+    base_seed: int
+    embedder: object
+    dir: Path = field(init=False)
+    seed: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dir = self.results_dir / f"{self.cond}-rep{self.replicate}"
+        self.seed = replicate_seed(self.base_seed, self.replicate)
+        self.store = None
+        self.router = None
+        self.backend = None
+
+    # --- layout ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.cond}-rep{self.replicate}"
+
+    @property
+    def store_path(self) -> Path:
+        return self.dir / "store.db"
+
+    @property
+    def workspace(self) -> Path:
+        return self.dir / "workspace"
+
+    @property
+    def progress_path(self) -> Path:
+        return self.dir / "progress.json"
+
+    @property
+    def turns_path(self) -> Path:
+        return self.dir / "turns.jsonl"
+
+    def round_path(self, round_idx: int) -> Path:
+        return self.dir / f"round_{round_idx}.jsonl"
+
+    def snapshot_path(self, round_idx: int) -> Path:
+        return self.dir / "snapshots" / f"store_before_round_{round_idx}.db"
+
+    @property
+    def learning_order(self) -> list[SweepPrompt]:
+        """Learned prompts in this replicate's own shuffled order (file order for rep 1)."""
+        learned = [p for p in self.prompts if p.learned]
+        if self.replicate > 1:
+            random.Random(self.seed).shuffle(learned)
+        return learned
+
+    # --- progress ----------------------------------------------------------------
+    def completed_rounds(self) -> list[int]:
+        try:
+            return sorted(json.loads(self.progress_path.read_text())["completed_rounds"])
+        except (OSError, ValueError, KeyError):
+            return []
+
+    def mark_round_complete(self, round_idx: int) -> None:
+        done = sorted(set(self.completed_rounds()) | {round_idx})
+        write_json_atomic(self.progress_path, {"completed_rounds": done,
+                                               "fingerprint": self.config.fingerprint()})
+
+    # --- sandbox -----------------------------------------------------------------
+    def open(self) -> None:
+        """Create (or reopen, on resume) the sandbox, store, router and backend."""
+        from mythloop.router import Router
+        from mythloop.verdicts import VerdictStore
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._materialise_skills()
+        self.store = VerdictStore(self.store_path, self.dir / "verdicts.npz")
+        self.router = Router(self.catalog, self.store, self.embedder, blend=self.cond == "c3")
+        self.backend = self._make_backend()
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def _materialise_skills(self) -> None:
+        """Copies (not links: CLI workspaces reject links that leave them) of every skill."""
+        skills_dir = self.workspace / ".gemini" / "skills"
+        if skills_dir.is_dir() and len(list(skills_dir.iterdir())) == len(self.catalog.skills):
+            return
+        skills_dir.mkdir(parents=True, exist_ok=True)
+        for skill in self.catalog.skills:
+            target = skills_dir / skill.name
+            if not target.exists():
+                shutil.copytree(skill.path.parent, target, symlinks=False)
+        home = self.dir / "home"
+        for sub in (".gemini/skills", ".agents/skills"):
+            (home / sub).mkdir(parents=True, exist_ok=True)
+
+    def _make_backend(self):
+        from mythloop.llm import get_backend
+
+        options = self.config.judge_options
+        if self.config.simulated:
+            tiers = {s.name: s.tier for s in self.catalog.skills if s.tier}
+            expected = {p.prompt: p.expected_skill for p in self.prompts}
+            extra = {} if self.config.judge == "oracle" else {
+                "noise": options.noise, "omit_rate": options.omit_rate,
+                "invent_rate": options.invent_rate}
+            return get_backend(self.config.judge, tiers=tiers, expected=expected,
+                               seed=self.seed, **extra)
+        kwargs = {k: v for k, v in {"model": options.model, "command": options.command}.items()
+                  if v}
+        if self.config.judge == "gemini":
+            kwargs.update(workspace=str(self.workspace),
+                          skills=[str(s.path.parent) for s in self.catalog.skills],
+                          home=str(self.dir / "home"))
+        return get_backend(self.config.judge, **kwargs)
+
+    # --- resume ------------------------------------------------------------------
+    def prepare_round(self, round_idx: int) -> None:
+        """Make the store and turn log exactly what they were when round `round_idx` began.
+
+        On a first run this snapshots the store; after a crash mid-round it restores
+        that snapshot and drops the partial round's turn rows, so a resumed sweep
+        ends with the same numbers as an uninterrupted one.
+        """
+        snapshot = self.snapshot_path(round_idx)
+        if snapshot.exists():
+            _sqlite_copy(snapshot, self.store_path)
+            self.router.refresh(force=True)
+        else:
+            snapshot.parent.mkdir(parents=True, exist_ok=True)
+            tmp = snapshot.with_name(f".{snapshot.name}.tmp")
+            tmp.unlink(missing_ok=True)
+            _sqlite_copy(self.store_path, tmp)
+            os.replace(tmp, snapshot)
+        kept = [row for row in read_jsonl(self.turns_path) if row.get("round", 0) < round_idx]
+        write_text_atomic(self.turns_path,
+                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+
+    # --- measure -----------------------------------------------------------------
+    def measure(self, round_idx: int) -> dict:
+        """Rank every prompt (top-k), write round_<r>.jsonl, and return the catalogs to learn from."""
+        rows: list[dict] = []
+        catalogs: dict[str, list] = {}
+        hits3 = gold_found = 0
+        for prompt in self.prompts:
+            ranked = self.router.rank(prompt.prompt, top_k=self.config.measure_top_k)
+            if prompt.learned:
+                catalogs[prompt.id] = [
+                    {"name": r.name, "description": r.description, "tier": r.tier}
+                    for r in ranked[: self.config.learn_top_k]]
+            for r in ranked:
+                rows.append({
+                    "round": round_idx, "cond": self.cond, "replicate": self.replicate,
+                    "prompt_id": prompt.id, "prompt_kind": prompt.kind,
+                    "expected_skill": prompt.expected_skill,
+                    "poisoned_twin": prompt.poisoned_twin,
+                    "rank": r.rank, "skill_name": r.name, "tier": r.tier,
+                    "score": round(float(r.score), 6),
+                    "breakdown": {k: round(float(v), 6) for k, v in r.breakdown.items()},
+                    "status": r.status, "helpful_count": r.helpful,
+                    "harmful_count": r.harmful, "streak": r.streak,
+                })
+            names = [r.name for r in ranked]
+            if prompt.expected_skill and prompt.kind in ("trap", "normal"):
+                gold_found += 1
+                hits3 += prompt.expected_skill in names[:3]
+        write_text_atomic(self.round_path(round_idx),
+                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        return {"rows": len(rows), "catalogs": catalogs,
+                "in_distribution_hit_at_3": hits3 / gold_found if gold_found else None}
+
+    # --- learn -------------------------------------------------------------------
+    def learning_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
+                      contract: str) -> dict:
+        """One learning turn: show the catalog (name, description, tier dicts from
+        `measure`), call the backend, persist verdicts.
+
+        Returns the turn-log row; the caller appends it (so a retried task never
+        logs a turn twice, and the store ignores a repeated session write).
+        """
+        from mythloop.verdicts import count_malformed_tags, parse_tags, persist_verdicts
+
+        session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
+        full_prompt = learning_prompt(ranked, contract, prompt.prompt)
+        timeout = self.config.turn_timeout or _settings_turn_timeout()
+        started = time.perf_counter()
+        completion = self.backend.complete(full_prompt, model=self.config.judge_options.model,
+                                           timeout=timeout, key=session_id)
+        text = completion.text or ""
+        tags = parse_tags(text)
+        shown = [entry["name"] for entry in ranked]
+        result = persist_verdicts(
+            self.store, shown, tags, session_id=session_id, host=self.config.judge,
+            query=prompt.prompt, embedder=self.embedder,
+            known_skills={s.name for s in self.catalog.skills})
+        tiers = {entry["name"]: entry["tier"] for entry in ranked}
+        raw_dir = self.dir / "raw"
+        raw_dir.mkdir(exist_ok=True)
+        raw = completion.raw if isinstance(completion.raw, str) else json.dumps(completion.raw)
+        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
+        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
+        return {
+            "round": round_idx, "cond": self.cond, "replicate": self.replicate,
+            "prompt_id": prompt.id, "prompt_kind": prompt.kind,
+            "expected_skill": prompt.expected_skill, "session_id": session_id,
+            "status": "ok", "error": None,
+            "elapsed_s": round(time.perf_counter() - started, 4),
+            "backend": completion.backend, "simulated": bool(completion.simulated),
+            "model": completion.model, "ranked_top5": shown, "catalog_tiers": tiers,
+            "tags": tags,
+            "applied": [{"name": a["name"], "verdict": a["verdict"], "tier": tiers.get(a["name"])}
+                        for a in result.applied],
+            "off_catalog": result.off_catalog, "invented": result.invented,
+            "rejected": result.rejected, "parse_failures": count_malformed_tags(text),
+            "text_len": len(text), "text_tail": text[-600:], "stderr_head": "",
+        }
+
+    def failed_turn_row(self, prompt: SweepPrompt, round_idx: int, ranked: list,
+                        error: BaseException | str, timed_out: bool, attempts: int) -> dict:
+        """The turn-log row of a turn that still failed after its retries."""
+        return {
+            "round": round_idx, "cond": self.cond, "replicate": self.replicate,
+            "prompt_id": prompt.id, "prompt_kind": prompt.kind,
+            "expected_skill": prompt.expected_skill,
+            "session_id": session_id_for(self.cond, self.replicate, round_idx, prompt.id),
+            "status": "timeout" if timed_out else "failed",
+            "error": " ".join(str(error).split())[:500] or type(error).__name__,
+            "attempts": attempts, "elapsed_s": None, "backend": self.config.judge,
+            "simulated": self.config.simulated, "model": self.config.judge_options.model,
+            "ranked_top5": [entry["name"] for entry in ranked],
+            "catalog_tiers": {entry["name"]: entry["tier"] for entry in ranked},
+            "tags": [], "applied": [], "off_catalog": [], "invented": [], "rejected": [],
+            "parse_failures": 0, "text_len": 0, "text_tail": "", "stderr_head": "",
+        }
+
+    def append_turn(self, row: dict) -> None:
+        append_jsonl(self.turns_path, row)
+
+
+def _settings_turn_timeout() -> float:
+    from mythloop.settings import get_settings
+
+    return get_settings().turn_timeout
+
+
+def _sqlite_copy(source: Path, target: Path) -> None:
+    """Copy one SQLite database over another with the backup API: consistent under
+    WAL and safe while other connections to the target stay open."""
+    src = sqlite3.connect(source, timeout=60)
+    dst = sqlite3.connect(target, timeout=60)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()

@@ -1,0 +1,136 @@
+"""The sweep's configuration and its prompts file."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field, field_validator
+
+from mythloop.data import data_path
+
+__all__ = ["SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts", "replicate_seed"]
+
+SIMULATED_JUDGES = {"simulated", "oracle"}
+
+
+class JudgeOptions(BaseModel):
+    """Options of the backend that plays the model in learning turns."""
+
+    noise: float = Field(0.2, ge=0.0, le=1.0)
+    """Simulated judge: probability that a verdict is flipped."""
+    omit_rate: float = Field(0.05, ge=0.0, le=1.0)
+    """Simulated judge: probability that a tag it should emit is left out."""
+    invent_rate: float = Field(0.02, ge=0.0, le=1.0)
+    """Simulated judge: probability of an extra tag naming an invented skill."""
+    model: str | None = None
+    """Model name for a real backend (each backend has its own default)."""
+    command: str | None = None
+    """Executable for a CLI backend."""
+
+
+class SweepConfig(BaseModel):
+    """Everything that defines a sweep; two runs with the same config and results dir resume."""
+
+    conditions: list[Literal["c0", "c3"]] = ["c0", "c3"]
+    """C0 = blend off (verdicts stored, not used); C3 = blend on."""
+    rounds: int = Field(6, ge=1, le=100)
+    """Rounds of measure -> learn, numbered from 0."""
+    replicates: int = Field(1, ge=1, le=50)
+    """Independent repeats of each condition, each with its own seed and prompt order."""
+    judge: str = "simulated"
+    """simulated | oracle | gemini | claude | codex | openai."""
+    judge_options: JudgeOptions = Field(default_factory=JudgeOptions)
+    pool: Path | None = None
+    """Skill pool folder (default: the bundled fixtures/pool)."""
+    prompts_file: Path | None = None
+    """Prompts YAML (default: the bundled fixtures/prompts.yaml)."""
+    embedder: str | None = None
+    """Sentence-transformers model path or name (default: settings / bundled MiniLM)."""
+    measure_top_k: int = Field(10, ge=1)
+    learn_top_k: int = Field(5, ge=1)
+    turn_timeout: float | None = None
+    """Seconds for one learning turn (default: settings.turn_timeout)."""
+    results_dir: Path | None = None
+    """Where everything is written (default: <state>/results/<UTC stamp>)."""
+    seed: int | None = None
+    """Base seed (default: the prompts file's seed)."""
+
+    @field_validator("conditions")
+    @classmethod
+    def _unique_conditions(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one condition is needed")
+        return list(dict.fromkeys(value))
+
+    @property
+    def simulated(self) -> bool:
+        return self.judge in SIMULATED_JUDGES
+
+    def resolved_pool(self) -> Path:
+        return (self.pool or data_path("fixtures", "pool")).expanduser().resolve()
+
+    def resolved_prompts_file(self) -> Path:
+        return (self.prompts_file or data_path("fixtures", "prompts.yaml")).expanduser().resolve()
+
+    def fingerprint(self) -> str:
+        """What must match for a rerun on the same results dir to resume it."""
+        keep = self.model_dump(mode="json", exclude={"results_dir", "rounds"})
+        keep["pool"] = str(self.resolved_pool())
+        keep["prompts_file"] = str(self.resolved_prompts_file())
+        return hashlib.sha256(repr(sorted(keep.items())).encode()).hexdigest()[:16]
+
+
+def default_results_dir(root: Path) -> Path:
+    return root / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+class SweepPrompt(BaseModel):
+    id: str
+    prompt: str
+    kind: Literal["trap", "normal", "null", "heldout"]
+    expected_skill: str | None = None
+    poisoned_twin: str | None = None
+    paraphrase_of: str | None = None
+
+    @property
+    def learned(self) -> bool:
+        """Held-out prompts are measured, never learned from."""
+        return self.kind != "heldout"
+
+
+def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
+    """Read prompts.yaml -> (prompts in file order, the file's seed)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read prompts file {path}: {exc}") from exc
+    prompts: list[SweepPrompt] = []
+    for row in data.get("in_distribution") or []:
+        kind = "trap" if row.get("trap_for") else "normal"
+        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind=kind,
+                                   expected_skill=row.get("expected_skill"),
+                                   poisoned_twin=row.get("trap_for")))
+    for row in data.get("null_prompts") or []:
+        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind="null"))
+    for row in data.get("heldout") or []:
+        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind="heldout",
+                                   expected_skill=row.get("expected_skill"),
+                                   poisoned_twin=row.get("trap_for"),
+                                   paraphrase_of=row.get("paraphrase_of")))
+    ids = [p.id for p in prompts]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"prompts file {path} repeats ids: {', '.join(duplicates)}")
+    if not prompts:
+        raise ValueError(f"prompts file {path} has no prompts")
+    return prompts, int(data.get("seed", 42))
+
+
+def replicate_seed(base_seed: int, replicate: int) -> int:
+    """A stable per-replicate seed, the same for both conditions (paired comparison)."""
+    digest = hashlib.sha256(f"{base_seed}:{replicate}".encode()).hexdigest()
+    return int(digest[:8], 16)

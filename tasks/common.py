@@ -1,0 +1,66 @@
+"""The project's Prefect task defaults, in one place.
+
+Every mythloop task is a thin wrapper: its body is one call into the `mythloop`
+library. This helper sets what they share: retries that fire only on
+retriable backend errors, a timeout, the `llm` tag on model calls, JSON
+results persisted to the Prefect home, and no input-hash caching (callers
+that want caching pass an explicit policy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prefect import Task, task
+from prefect.cache_policies import NO_CACHE, CachePolicy
+from prefect.client.schemas.objects import TaskRun
+from prefect.states import State
+
+from mythloop.llm import LLM_TAG, is_retriable
+from mythloop.settings import get_settings
+
+__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG"]
+
+
+def retry_on_retriable(task: Task, task_run: TaskRun, state: State) -> bool:
+    """Prefect `retry_condition_fn`: retry timeouts, rate limits, 5xx and network errors only.
+
+    Authentication failures, broken scenes and programming errors fail at once.
+    """
+    try:
+        state.result(raise_on_failure=True)
+    except Exception as exc:  # the failed state re-raises the task's exception
+        return is_retriable(exc)
+    return False
+
+
+def mythloop_task(
+    *,
+    name: str,
+    timeout_seconds: float | None = None,
+    retries: int | None = None,
+    llm: bool = False,
+    tags: tuple[str, ...] = (),
+    task_run_name: str | Callable[..., str] | None = None,
+    cache_policy: CachePolicy = NO_CACHE,
+    **options: Any,
+) -> Callable[[Callable], Task]:
+    """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`)."""
+    settings = get_settings()
+    all_tags = {"mythloop", *tags}
+    if llm:
+        all_tags.add(LLM_TAG)
+    return task(
+        name=name,
+        task_run_name=task_run_name,
+        retries=settings.task_retries if retries is None else retries,
+        retry_delay_seconds=settings.retry_delay_seconds,
+        retry_condition_fn=retry_on_retriable,
+        timeout_seconds=timeout_seconds,
+        tags=all_tags,
+        cache_policy=cache_policy,
+        persist_result=True,
+        result_serializer="json",
+        **options,
+    )

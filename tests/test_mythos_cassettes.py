@@ -1,0 +1,88 @@
+"""Replay cassettes: complete, well-formed, honest, and carrying one realistic Manim error."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+import pytest
+
+from mythloop.data import data_path
+from mythloop.mythos.extract import extract_json_object, extract_python_block, find_scene_class
+from mythloop.mythos.stages import STAGES
+from mythloop.mythos.verify import verify_scene
+
+TOPICS = {"the-heat-equation": "the heat equation", "euler-s-identity": "Euler's identity"}
+KEYS = [s.slug for s in STAGES] + ["codegen", "repair-1"]
+PALETTE = ["#0c0c0b", "#faf9f5", "#d97757", "#6a9bcc", "#788c5d", "#d4a27f", "#b0aea5"]
+
+
+def load(slug: str, key: str) -> dict:
+    return json.loads(data_path("fixtures", "cassettes", slug, f"{key}.json").read_text(encoding="utf-8"))
+
+
+def code_of(slug: str, key: str) -> str:
+    return extract_python_block(load(slug, key)["response"])
+
+
+@pytest.mark.parametrize("slug", TOPICS)
+def test_cassette_format(slug):
+    for key in KEYS:
+        doc = load(slug, key)
+        assert set(doc) == {"topic", "key", "prompt_sha256", "model", "recorded_utc", "response"}
+        assert doc["topic"] == TOPICS[slug] and doc["key"] == key
+        assert re.sub(r"[^a-z0-9]+", "-", doc["topic"].lower()).strip("-") == slug
+        assert doc["prompt_sha256"] is None
+        assert "hand-written" in doc["model"]
+        assert doc["response"].strip()
+
+
+@pytest.mark.parametrize("slug", TOPICS)
+def test_artifacts_are_rich(slug):
+    acts = extract_json_object(load(slug, "curriculum")["response"])["acts"]
+    assert len(acts) >= 3
+    dossier = extract_json_object(load(slug, "math-director")["response"])
+    assert all(f["latex_parts"] and f["term_glossary"] for f in dossier["formulas"])
+    verbs = {s["verb"] for s in extract_json_object(load(slug, "cinematographer")["response"])["shots"]}
+    assert {"HEADLINE", "ZOOM_IN", "PULL_BACK", "CAPTION", "TILT_3D", "RETURN_2D"} <= verbs
+
+
+@pytest.mark.parametrize("slug", TOPICS)
+def test_recorded_code_implements_the_scene_spec(slug):
+    spec = extract_json_object(load(slug, "scene-composer")["response"])
+    for key in ("codegen", "repair-1"):
+        code = code_of(slug, key)
+        assert find_scene_class(code) == spec["scene_name"]
+        result = verify_scene(code)
+        assert result.ok, f"{key}: {result.reason}"
+        assert "set_camera_orientation(phi=0 * DEGREES, theta=-90 * DEGREES)" in code
+        assert re.search(r"move_camera\(.*zoom=2\.[0-9]", code)
+        assert re.search(r"\b(font_)?size=64\b", code) and "font_size=30" in code  # headline, caption
+        assert all(color in code for color in PALETTE)
+
+
+@pytest.mark.parametrize("slug", TOPICS)
+def test_repair_changes_only_the_broken_line(slug):
+    broken, fixed = code_of(slug, "codegen"), code_of(slug, "repair-1")
+    changed = [
+        line for line in difflib.unified_diff(broken.splitlines(), fixed.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert len(changed) == 2, changed
+
+
+def test_heat_codegen_calls_an_api_manim_ce_removed():
+    from manim import Axes
+
+    broken, fixed = code_of("the-heat-equation", "codegen"), code_of("the-heat-equation", "repair-1")
+    assert "axes.get_graph(" in broken and "axes.get_graph(" not in fixed
+    assert not hasattr(Axes, "get_graph") and hasattr(Axes, "plot")
+
+
+def test_euler_codegen_looks_up_a_tex_part_that_does_not_exist():
+    broken, fixed = code_of("euler-s-identity", "codegen"), code_of("euler-s-identity", "repair-1")
+    parts = re.search(r'identity = MathTex\((.*?), font_size', broken).group(1)
+    wanted_broken = re.search(r'get_part_by_tex\((r"[^"]*")\)', broken).group(1)
+    wanted_fixed = re.search(r'get_part_by_tex\((r"[^"]*")\)', fixed).group(1)
+    assert wanted_broken not in parts and wanted_fixed in parts
