@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [s.name for s in skills]
     tier = {s.name: s.tier for s in skills}
 
-    traps, hits = [], 0
+    traps: list[tuple] = []
+    hits: dict[str, list[int]] = {}
     for row, scores in zip(rows, sem, strict=True):
         order = np.argsort(-scores, kind="stable")
         rank = {names[j]: i + 1 for i, j in enumerate(order)}
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             mark = " <- expected" if names[j] == exp else ""
             print(f"  {i + 1}. {scores[j]:.3f} {names[j]} ({tier[names[j]]}){mark}")
         if exp:
-            hits += rank[exp] <= 3
+            hits.setdefault(row["kind"], []).append(int(rank[exp] <= 3))
             print(f"  expected {exp}: rank {rank[exp]}")
         else:
             print(f"  top score {scores[order[0]]:.3f} (null prompts should stay below ~0.45)")
@@ -129,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'BITES' if bit else 'no'}")
     n_trap = sum(1 for t in traps if t[7] == "trap")
     print(f"\nin-distribution traps biting: {bites}/{n_trap}")
-    with_exp = sum(1 for r in rows if r.get("expected_skill"))
-    print(f"expected skill in top 3: {hits}/{with_exp}")
+    for kind, got in hits.items():
+        print(f"{kind} prompts with the expected skill in the top 3: {sum(got)}/{len(got)}")
     return 0 if bites >= 3 else 1
 
 

@@ -1,0 +1,215 @@
+"""The film's steps as plain functions over a `FilmSession` (no Prefect here).
+
+`tasks/film.py` wraps each step as a Prefect task and `flows/film.py` chains them:
+six reasoning stages -> codegen -> verify -> render -> repair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mythloop.mythos.extract import ExtractionError, extract_json_object, extract_python_block
+from mythloop.mythos.extract import find_scene_class as _find_scene_class
+from mythloop.mythos.prompts import (
+    codegen_prompt,
+    repair_prompt,
+    stage_prompt,
+    system_prompt,
+)
+from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.rundir import Manifest, create_run_dir, write_json_atomic
+from mythloop.mythos.stages import STAGES, load_charter, stage_by_slug, validate_artifact
+
+__all__ = ["FilmSession", "StageFailed", "SceneCodeError", "open_session", "cache_basis",
+           "SCENE_FILE"]
+
+SCENE_FILE = "mythos_scene.py"
+
+
+class StageFailed(RuntimeError):
+    """A reasoning stage returned an unusable artifact twice: stop instead of filming nothing."""
+
+
+class SceneCodeError(RuntimeError):
+    """Codegen or a repair returned no usable Manim scene."""
+
+
+@dataclass
+class FilmSession:
+    """One film run: the request, its run dir and manifest, and the model backend."""
+
+    request: FilmRequest
+    run_dir: Path
+    manifest: Manifest
+    backend: object
+    timeout: float
+    model_calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def backend_label(self) -> str:
+        return self.request.backend
+
+    @property
+    def model_label(self) -> str:
+        return getattr(self.backend, "model", None) or self.request.model or "default"
+
+    # --- model calls ----------------------------------------------------------------
+    def call(self, prompt: str, key: str) -> object:
+        """One model call; counted, and fallback switches copied into the manifest."""
+        with self._lock:
+            self.model_calls += 1
+        completion = self.backend.complete(prompt, system=system_prompt(), timeout=self.timeout,
+                                           key=key)
+        switches = getattr(self.backend, "switches", None)
+        if switches:
+            self.manifest.update(model=self.model_label, model_fallbacks=list(switches))
+        return completion
+
+    # --- reasoning stages ------------------------------------------------------------
+    def run_stage(self, slug: str, input_artifact: dict) -> dict:
+        """Call the stage's agent; retry once with the rejection reason; raise StageFailed."""
+        spec = stage_by_slug(slug)
+        stem = spec.artifact_name.split(".")[0]
+        started = time.perf_counter()
+        prompt = stage_prompt(slug, input_artifact)
+        completion = self.call(prompt, key=slug)
+        raw_path = self.run_dir / f"{stem}.raw.txt"
+        raw_path.write_text(completion.text, encoding="utf-8")
+        artifact, problem = _parse_stage(slug, completion.text)
+        retried = False
+        if problem:
+            retried = True
+            completion = self.call(stage_prompt(slug, input_artifact, rejection=problem),
+                                   key=slug)
+            raw_path = self.run_dir / f"{stem}.retry.raw.txt"
+            raw_path.write_text(completion.text, encoding="utf-8")
+            artifact, problem = _parse_stage(slug, completion.text)
+            if problem:
+                raise StageFailed(
+                    f"stage {slug!r} returned an unusable artifact twice ({problem}); "
+                    f"stopping instead of filming an empty story. Raw trace: {raw_path}")
+        return {"artifact": artifact, "raw": completion.text, "retried": retried,
+                "model": completion.model, "seconds": round(time.perf_counter() - started, 3),
+                "simulated": bool(getattr(completion, "simulated", False))}
+
+    def record_stage(self, slug: str, outcome: dict, *, task_run_id: str | None,
+                     cached: bool, attempts: int) -> dict:
+        """Write the stage's artifact (and raw trace for cached ones) and its manifest row."""
+        spec = stage_by_slug(slug)
+        write_json_atomic(self.run_dir / spec.artifact_name, outcome["artifact"])
+        stem = spec.artifact_name.split(".")[0]
+        if cached:
+            (self.run_dir / f"{stem}.raw.txt").write_text(outcome["raw"], encoding="utf-8")
+        self.manifest.add_stage({
+            "stage": slug, "artifact": spec.artifact_name, "seconds": outcome["seconds"],
+            "retried": outcome["retried"], "cached": cached, "attempts": attempts,
+            "model": outcome["model"], "prefect_task_run_id": task_run_id})
+        return outcome["artifact"]
+
+    # --- codegen and repair ------------------------------------------------------------
+    def codegen(self, dossier: dict) -> dict:
+        started = time.perf_counter()
+        completion = self.call(codegen_prompt(dossier), key="codegen")
+        (self.run_dir / "07_codegen.raw.txt").write_text(completion.text, encoding="utf-8")
+        code, scene = _scene_from(completion.text, "codegen")
+        return {"code": code, "scene_name": scene, "raw": completion.text,
+                "model": completion.model, "seconds": round(time.perf_counter() - started, 3)}
+
+    def repair(self, attempt: int, code: str, failure: str) -> dict:
+        started = time.perf_counter()
+        completion = self.call(repair_prompt(code, failure), key=f"repair-{attempt}")
+        (self.run_dir / f"repair_{attempt}.raw.txt").write_text(completion.text, encoding="utf-8")
+        new_code, scene = _scene_from(completion.text, f"repair-{attempt}")
+        return {"code": new_code, "scene_name": scene, "raw": completion.text,
+                "model": completion.model, "seconds": round(time.perf_counter() - started, 3)}
+
+    def write_scene(self, code: str, version: str) -> Path:
+        """The current scene is always mythos_scene.py; each version is kept beside it."""
+        (self.run_dir / f"mythos_scene.{version}.py").write_text(code, encoding="utf-8")
+        path = self.run_dir / SCENE_FILE
+        tmp = path.with_name(f".{SCENE_FILE}.tmp")
+        tmp.write_text(code, encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+def _parse_stage(slug: str, text: str) -> tuple[dict | None, str | None]:
+    try:
+        artifact = extract_json_object(text)
+    except ExtractionError as exc:
+        return None, str(exc)
+    return artifact, validate_artifact(slug, artifact)
+
+
+def _scene_from(text: str, step: str) -> tuple[str, str]:
+    code = extract_python_block(text)
+    if not code.strip():
+        raise SceneCodeError(f"{step}: the model returned no Python code")
+    try:
+        scene = _find_scene_class(code)
+    except (ValueError, SyntaxError) as exc:
+        scene = ""
+        if not isinstance(exc, SyntaxError):
+            raise SceneCodeError(f"{step}: {exc}") from exc
+    return code, scene
+
+
+def find_scene_class(code: str) -> str:
+    return _find_scene_class(code)
+
+
+def cache_basis(step: str, input_obj: object, request: FilmRequest) -> str:
+    """What a cached stage result depends on: the step's charter text, its input, backend, model.
+
+    Rerunning a film after a failed render therefore calls no model for finished steps,
+    while editing a charter or switching model invalidates exactly the affected steps.
+    """
+    if step == "codegen":
+        charter = load_charter("codegen.md")
+    else:
+        charter = load_charter(stage_by_slug(step).charter_file)
+    payload = json.dumps({"step": step, "charter": charter, "system": system_prompt(),
+                          "input": input_obj, "backend": request.backend,
+                          "model": request.model, "topic": request.prompt
+                          if request.backend == "replay" else None},
+                         sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> FilmSession:
+    """Create the run dir, the manifest and the backend for one film."""
+    from mythloop.llm import FallbackLadder, get_backend
+    from mythloop.settings import get_settings
+
+    settings = get_settings()
+    runs_root = request.runs_dir or settings.resolved_runs_dir
+    run_dir = create_run_dir(runs_root, request.prompt)
+    options: dict = {}
+    if request.backend == "replay":
+        options["topic"] = request.prompt
+    elif request.backend in ("claude", "gemini", "codex", "openai"):
+        if request.model or settings.model:
+            options["model"] = request.model or settings.model
+        if settings.command and request.backend != "openai":
+            options["command"] = settings.command
+    backend = get_backend(request.backend, **options)
+    fallbacks = request.fallbacks or settings.model_fallbacks
+    if fallbacks and request.backend not in ("offline", "replay"):
+        backend = FallbackLadder(backend, fallbacks)
+    manifest = Manifest(
+        run_dir, prompt=request.prompt, backend=request.backend,
+        model=getattr(backend, "model", None) or request.model,
+        offline=request.backend == "offline", replay=request.backend == "replay",
+        request=request.model_dump(mode="json"), prefect_flow_run_id=flow_run_id,
+        stages=[])
+    return FilmSession(request=request, run_dir=run_dir, manifest=manifest, backend=backend,
+                       timeout=request.stage_timeout or settings.timeout)
+
+
+STAGE_SLUGS = tuple(spec.slug for spec in STAGES)

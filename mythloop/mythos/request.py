@@ -1,0 +1,53 @@
+"""What a user asks for when they start a film (the `film` flow's one parameter).
+
+The field descriptions are what the Prefect UI shows on the film deployment's
+"Run" form; the Literal fields render as choices there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+__all__ = ["FilmRequest", "FILM_BACKENDS", "QUALITIES"]
+
+FILM_BACKENDS = ("offline", "replay", "claude", "gemini", "codex", "openai")
+QUALITIES = ("l", "m", "h", "p", "k")
+
+
+class FilmRequest(BaseModel):
+    """A Mythos film: a prompt through six reasoning stages, codegen, verify, render, repair."""
+
+    prompt: str = Field(..., min_length=1, max_length=2000,
+                        description="What the film should explain, e.g. 'the heat equation'.")
+    render: bool = Field(True, description="Render the scene to an mp4 after codegen and verify.")
+    quality: Literal["l", "m", "h", "p", "k"] = Field(
+        "l", description="Manim quality: l=480p15 (fast), m=720p30, h=1080p60, p=1440p60, k=4K.")
+    backend: Literal["offline", "replay", "claude", "gemini", "codex", "openai"] = Field(
+        "offline", description="Model backend. offline = deterministic stand-ins; replay = "
+        "recorded cassettes (the heat equation, Euler's identity); the others need an account.")
+    model: str | None = Field(None, description="Model name for the backend (blank = default).")
+    fallbacks: list[str] = Field(
+        default_factory=list,
+        description="Models to fall back to, in order, on model-specific failures "
+                    "(default: M2M_MODEL_FALLBACKS).")
+    max_repairs: int = Field(3, ge=0, le=10,
+                             description="How many times a failed render may be repaired.")
+    stage_timeout: float | None = Field(
+        None, gt=0, description="Seconds per model call (default: M2M_TIMEOUT, 300).")
+    render_timeout: float | None = Field(
+        None, gt=0, description="Seconds per render (default: M2M_RENDER_TIMEOUT, 1800).")
+    fresh: bool = Field(False, description="Ignore cached stage results and call the model again.")
+    runs_dir: Path | None = Field(
+        None, description="Runs root (default: M2M_RUNS_DIR or .mythloop/runs); the film lands "
+                          "in <runs_dir>/mythos/<UTC stamp>-<slug>/.")
+
+    @field_validator("prompt")
+    @classmethod
+    def _clean_prompt(cls, value: str) -> str:
+        value = value.replace("\ufeff", "").strip()
+        if not value:
+            raise ValueError("the prompt is empty")
+        return value
