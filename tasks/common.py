@@ -51,6 +51,8 @@ def mythloop_task(
     all_tags = {"mythloop", *tags}
     if llm:
         all_tags.add(LLM_TAG)
+    if "cache_key_fn" not in options:  # a key function is its own cache policy
+        options["cache_policy"] = cache_policy
     return task(
         name=name,
         task_run_name=task_run_name,
@@ -59,7 +61,6 @@ def mythloop_task(
         retry_condition_fn=retry_on_retriable,
         timeout_seconds=timeout_seconds,
         tags=all_tags,
-        cache_policy=cache_policy,
         persist_result=True,
         result_serializer="json",
         **options,

@@ -54,6 +54,8 @@ def reason_problem(reason: str) -> str | None:
     bare = re.sub(r"^[\s\W_]+|[\s\W_]+$", "", text.lower())
     if not re.search(r"[A-Za-z0-9]", text) or text.lower() in _PLACEHOLDERS or bare in _PLACEHOLDERS:
         return "placeholder reason"
+    if re.match(r"(todo|tbd|fixme|xxx)\s*([:!.-]|$)", text.lower()):
+        return "placeholder reason (to-do marker)"
     if re.fullmatch(r"<[^>]*>|\[[^\]]*\]|\{[^}]*\}", text):
         return "placeholder reason (template brackets)"
     return None
