@@ -54,12 +54,22 @@ def _cells(results: SweepResults, threshold: float) -> Cells:
 
 
 def _keys(cells: Cells) -> list[str]:
-    return sorted({k for reps in cells.values() for rounds in reps.values() for m in rounds.values() for k in m})
+    return sorted(
+        {
+            k
+            for reps in cells.values()
+            for rounds in reps.values()
+            for m in rounds.values()
+            for k in m
+        }
+    )
 
 
 def _observed_rounds(cells: Cells) -> list[int]:
     """Rounds where some cell has any metric."""
-    return sorted({r for reps in cells.values() for rounds in reps.values() for r, m in rounds.items() if m})
+    return sorted(
+        {r for reps in cells.values() for rounds in reps.values() for r, m in rounds.items() if m}
+    )
 
 
 def _per_round(cells: Cells, keys: list[str], opts: dict[str, int]) -> dict[str, Any]:
@@ -80,14 +90,22 @@ def _overall(results: SweepResults, opts: dict[str, int]) -> dict[str, Any]:
     """Turn metrics pooled over all rounds of each replicate, then across replicates."""
     out: dict[str, Any] = {}
     for cond in results.conditions:
-        per_rep = {rep: turn_metrics(results.sandboxes[(cond, rep)].turns, results.prompts)
-                   for rep in results.replicates(cond)}
+        per_rep = {
+            rep: turn_metrics(results.sandboxes[(cond, rep)].turns, results.prompts)
+            for rep in results.replicates(cond)
+        }
         keys = sorted({k for m in per_rep.values() for k in m})
-        out[cond] = {k: s for k in keys if (s := summarize({r: m.get(k) for r, m in per_rep.items()}, **opts))}
+        out[cond] = {
+            k: s
+            for k in keys
+            if (s := summarize({r: m.get(k) for r, m in per_rep.items()}, **opts))
+        }
     return out
 
 
-def _differences(cells: Cells, conditions: list[str], keys: list[str], opts: dict[str, int]) -> dict[str, Any]:
+def _differences(
+    cells: Cells, conditions: list[str], keys: list[str], opts: dict[str, int]
+) -> dict[str, Any]:
     """Each condition minus the baseline, per round."""
     base = baseline_condition(conditions)
     out: dict[str, Any] = {}
@@ -111,7 +129,9 @@ def _differences(cells: Cells, conditions: list[str], keys: list[str], opts: dic
     return out
 
 
-def _deltas(cells: Cells, first: int, last: int, keys: list[str], opts: dict[str, int]) -> dict[str, Any]:
+def _deltas(
+    cells: Cells, first: int, last: int, keys: list[str], opts: dict[str, int]
+) -> dict[str, Any]:
     """Last round minus first round, per replicate, then across replicates."""
     out: dict[str, Any] = {}
     for cond, reps in cells.items():
@@ -150,18 +170,32 @@ def _pairs(results: SweepResults, first: int, last: int, opts: dict[str, int]) -
             for r in (first, last)
             if (rows := results.sandboxes[(cond, rep)].rounds.get(r))
         }
-        pids = sorted({pid for d in details.values() for pid in d})
+        # Trap prompts first, then their held-out paraphrases.
+        pids = sorted(
+            {pid for d in details.values() for pid in d},
+            key=lambda pid: (results.prompts[pid].kind != "trap", pid),
+        )
         cond_out: dict[str, Any] = {}
         for pid in pids:
             info = results.prompts[pid]
-            entry: dict[str, Any] = {"kind": info.kind, "gold": info.expected_skill, "twin": info.poisoned_twin}
+            entry: dict[str, Any] = {
+                "kind": info.kind,
+                "gold": info.expected_skill,
+                "twin": info.poisoned_twin,
+            }
             for label, r in (("first", first), ("last", last)):
                 got = {rep: details[(rep, r)][pid] for rep in reps if (rep, r) in details}
                 entry[label] = {
                     "round": r,
-                    "gold_rank": summarize({k: float(v["gold_rank"]) for k, v in got.items()}, **opts),
-                    "twin_rank": summarize({k: float(v["twin_rank"]) for k, v in got.items()}, **opts),
-                    "win_rate": summarize({k: 1.0 if v["win"] else 0.0 for k, v in got.items()}, **opts),
+                    "gold_rank": summarize(
+                        {k: float(v["gold_rank"]) for k, v in got.items()}, **opts
+                    ),
+                    "twin_rank": summarize(
+                        {k: float(v["twin_rank"]) for k, v in got.items()}, **opts
+                    ),
+                    "win_rate": summarize(
+                        {k: 1.0 if v["win"] else 0.0 for k, v in got.items()}, **opts
+                    ),
                     "gap": summarize({k: v["gap"] for k, v in got.items()}, **opts),
                 }
             entry["twin_status_last"] = {
@@ -178,9 +212,14 @@ def _verdict_mix(results: SweepResults) -> dict[str, Any]:
     """Verdict counts per tier, pooled over every round and replicate of a condition."""
     out: dict[str, Any] = {}
     for cond in results.conditions:
-        turns = [t for rep in results.replicates(cond) for t in results.sandboxes[(cond, rep)].turns]
+        turns = [
+            t for rep in results.replicates(cond) for t in results.sandboxes[(cond, rep)].turns
+        ]
         m = turn_metrics(turns, results.prompts)
-        out[cond] = {tier: {v: int(m.get(f"verdict_mix.{tier}.{v}") or 0) for v in VERDICTS} for tier in TIERS}
+        out[cond] = {
+            tier: {v: int(m.get(f"verdict_mix.{tier}.{v}") or 0) for v in VERDICTS}
+            for tier in TIERS
+        }
     return out
 
 
@@ -190,14 +229,27 @@ def _failures(results: SweepResults) -> list[dict[str, Any]]:
     for (cond, rep), box in sorted(results.sandboxes.items()):
         for turn in box.turns:
             if turn["status"] != "ok":
-                rows.append({"round": turn["round"], "cond": cond, "replicate": rep,
-                             "prompt_id": turn["prompt_id"], "status": turn["status"],
-                             "error": str(turn.get("error") or "")})
+                rows.append(
+                    {
+                        "round": turn["round"],
+                        "cond": cond,
+                        "replicate": rep,
+                        "prompt_id": turn["prompt_id"],
+                        "status": turn["status"],
+                        "error": str(turn.get("error") or ""),
+                    }
+                )
     return sorted(rows, key=lambda r: (r["round"], r["cond"], r["replicate"], r["prompt_id"]))
 
 
-def _headline(per_round: dict[str, Any], diffs: dict[str, Any], deltas: dict[str, Any],
-              conditions: list[str], first: int, last: int) -> list[dict[str, Any]]:
+def _headline(
+    per_round: dict[str, Any],
+    diffs: dict[str, Any],
+    deltas: dict[str, Any],
+    conditions: list[str],
+    first: int,
+    last: int,
+) -> list[dict[str, Any]]:
     """The headline metrics at the first and last round, with differences and deltas."""
     rows = []
     for key, label in HEADLINE:
@@ -252,11 +304,19 @@ def compute_metrics(
         "rounds": results.rounds,
         "first_round": first,
         "last_round": last,
-        "prompts": {pid: {"kind": p.kind, "expected_skill": p.expected_skill, "poisoned_twin": p.poisoned_twin}
-                    for pid, p in results.prompts.items()},
+        "prompts": {
+            pid: {
+                "kind": p.kind,
+                "expected_skill": p.expected_skill,
+                "poisoned_twin": p.poisoned_twin,
+            }
+            for pid, p in results.prompts.items()
+        },
         "data_issues": [i.as_dict() for i in results.issues],
-        "cells": {c: {str(rep): {str(r): m for r, m in rounds.items()} for rep, rounds in reps.items()}
-                  for c, reps in cells.items()},
+        "cells": {
+            c: {str(rep): {str(r): m for r, m in rounds.items()} for rep, rounds in reps.items()}
+            for c, reps in cells.items()
+        },
         "per_round": per_round,
         "overall": _overall(results, opts),
         "differences": diffs,

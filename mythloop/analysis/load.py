@@ -119,7 +119,9 @@ def _read_sweep_json(root: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise AnalysisError(f"{path} is not readable JSON ({exc}): rerun the sweep") from exc
     if not isinstance(data, dict):
-        raise AnalysisError(f"{path} holds {type(data).__name__}, not a JSON object: rerun the sweep")
+        raise AnalysisError(
+            f"{path} holds {type(data).__name__}, not a JSON object: rerun the sweep"
+        )
     return data
 
 
@@ -204,7 +206,9 @@ def _collect_prompts(boxes: list[Sandbox]) -> dict[str, PromptInfo]:
         info = prompts.get(row["prompt_id"])
         twin = row.get("poisoned_twin")
         if info and info.poisoned_twin is None and isinstance(twin, str) and twin:
-            prompts[info.prompt_id] = PromptInfo(info.prompt_id, info.kind, info.expected_skill, twin)
+            prompts[info.prompt_id] = PromptInfo(
+                info.prompt_id, info.kind, info.expected_skill, twin
+            )
     return dict(sorted(prompts.items()))
 
 
@@ -235,10 +239,18 @@ def load_results(results_dir: str | Path) -> SweepResults:
         )
     boxes = [sandboxes[key] for key in sorted(sandboxes)]
     rounds = _expected_rounds(sweep, boxes)
+    # A round some sandbox logged turns for, but this one did not, lost its turns.
+    turn_rounds = {t["round"] for box in boxes for t in box.turns}
     for box in boxes:
         for round_idx in rounds:
             if round_idx not in box.rounds:
-                issues.append(DataIssue(f"{box.label}/round_{round_idx}.jsonl", "missing round file"))
+                issues.append(
+                    DataIssue(f"{box.label}/round_{round_idx}.jsonl", "missing round file")
+                )
+            if round_idx in turn_rounds and not box.turns_of_round(round_idx):
+                issues.append(
+                    DataIssue(f"{box.label}/turns.jsonl", f"no turns for round {round_idx}")
+                )
     return SweepResults(
         root=root,
         sweep=sweep,

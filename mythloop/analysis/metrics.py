@@ -149,19 +149,28 @@ def _tier_metrics(prefix: str, ranked_lists: list[dict[str, dict[str, Any]]]) ->
     """Mean rank and number of appearances per tier, over the rows present."""
     out: Metrics = {}
     for tier in TIERS:
-        ranks = [r["rank"] for ranked in ranked_lists for r in ranked.values() if r.get("tier") == tier]
+        ranks = [
+            r["rank"] for ranked in ranked_lists for r in ranked.values() if r.get("tier") == tier
+        ]
         out[f"tier_rank.{prefix}.{tier}"] = _mean(float(x) for x in ranks)
         out[f"tier_count.{prefix}.{tier}"] = len(ranks)
     return out
 
 
-def _abstention(prefix: str, ranked_lists: list[dict[str, dict[str, Any]]], threshold: float) -> Metrics:
+def _abstention(
+    prefix: str, ranked_lists: list[dict[str, dict[str, Any]]], threshold: float
+) -> Metrics:
     """Top score and the share of prompts whose top score is under the threshold."""
-    tops = [max(float(r["score"]) for r in ranked.values()) if ranked else None for ranked in ranked_lists]
+    tops = [
+        max(float(r["score"]) for r in ranked.values()) if ranked else None
+        for ranked in ranked_lists
+    ]
     return {
         f"{prefix}.top_score": _mean(t for t in tops if t is not None),
         # An empty ranking routes nothing: it abstains.
-        f"{prefix}.abstention_rate": _mean(1.0 if t is None or t < threshold else 0.0 for t in tops),
+        f"{prefix}.abstention_rate": _mean(
+            1.0 if t is None or t < threshold else 0.0 for t in tops
+        ),
     }
 
 
@@ -170,7 +179,9 @@ def _status_counts(rows: list[dict[str, Any]]) -> Metrics:
     out: Metrics = {}
     for status in ("suspect", "archived"):
         for tier in TIERS:
-            names = {r["skill_name"] for r in rows if r.get("status") == status and r.get("tier") == tier}
+            names = {
+                r["skill_name"] for r in rows if r.get("status") == status and r.get("tier") == tier
+            }
             out[f"status.{status}.{tier}"] = len(names)
     return out
 
@@ -189,7 +200,12 @@ def measurement_metrics(
         if not members:
             continue
         ranked_lists = [ranked_by_prompt.get(info.prompt_id, {}) for info in members]
-        out.update(_ranking_metrics(group, [_rank_of(r, i.expected_skill) for r, i in zip(ranked_lists, members, strict=True)]))
+        out.update(
+            _ranking_metrics(
+                group,
+                [_rank_of(r, i.expected_skill) for r, i in zip(ranked_lists, members, strict=True)],
+            )
+        )
         out.update(_tier_metrics(group, ranked_lists))
         if group in _PAIR_GROUPS:
             group_pairs = [p for p in pairs.values() if p["kind"] in kinds]
@@ -200,7 +216,9 @@ def measurement_metrics(
     nulls = [info for info in prompts.values() if info.kind == "null"]
     if nulls:
         out["null.n_prompts"] = len(nulls)
-        out.update(_abstention("null", [ranked_by_prompt.get(i.prompt_id, {}) for i in nulls], threshold))
+        out.update(
+            _abstention("null", [ranked_by_prompt.get(i.prompt_id, {}) for i in nulls], threshold)
+        )
     out.update(_status_counts(rows))
     return out
 
@@ -257,23 +275,34 @@ def _verdict_metrics(turns: list[dict[str, Any]]) -> Metrics:
     return out
 
 
+def _has_poisoned(turn: dict[str, Any]) -> bool:
+    """Whether the catalog shown in this turn held any poisoned skill."""
+    tiers = turn.get("catalog_tiers") or {}
+    return isinstance(tiers, dict) and any(tiers.get(n) == "poisoned" for n in turn["ranked_top5"])
+
+
 def _catalog_metrics(turns: list[dict[str, Any]], prompts: dict[str, PromptInfo]) -> Metrics:
     """How often the top-5 catalog shown held a poisoned skill (and the prompt's own twin)."""
     out: Metrics = {}
     groups = {**GROUPS, "null": ("null",)}
     for group, kinds in groups.items():
-        shown = [t for t in turns if t.get("prompt_kind") in kinds and isinstance(t.get("ranked_top5"), list)]
+        shown = [
+            t
+            for t in turns
+            if t.get("prompt_kind") in kinds and isinstance(t.get("ranked_top5"), list)
+        ]
         if not shown:
             continue
-        def has_poisoned(turn: dict[str, Any]) -> bool:
-            tiers = turn.get("catalog_tiers") or {}
-            return any(tiers.get(name) == "poisoned" for name in turn["ranked_top5"])
         out[f"catalog.{group}.n_turns"] = len(shown)
-        out[f"catalog.{group}.poisoned_rate"] = _mean(1.0 if has_poisoned(t) else 0.0 for t in shown)
+        out[f"catalog.{group}.poisoned_rate"] = _mean(
+            1.0 if _has_poisoned(t) else 0.0 for t in shown
+        )
         twins = [(t, prompts.get(t["prompt_id"])) for t in shown]
         with_twin = [(t, p.poisoned_twin) for t, p in twins if p and p.poisoned_twin]
         if with_twin:
-            out[f"catalog.{group}.twin_rate"] = _mean(1.0 if twin in t["ranked_top5"] else 0.0 for t, twin in with_twin)
+            out[f"catalog.{group}.twin_rate"] = _mean(
+                1.0 if twin in t["ranked_top5"] else 0.0 for t, twin in with_twin
+            )
     return out
 
 

@@ -32,7 +32,7 @@ def _save(fig: Figure, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".png", dir=path.parent)
     os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
         os.replace(tmp, path)
     finally:
         plt.close(fig)
@@ -40,10 +40,19 @@ def _save(fig: Figure, path: Path) -> None:
             os.unlink(tmp)
 
 
-def _by_round(metrics: dict[str, Any], key: str, title: str, ylabel: str, note: str,
-              *, invert: bool = False, ylim: tuple[float, float] | None = None) -> Figure:
+def _by_round(
+    metrics: dict[str, Any],
+    key: str,
+    title: str,
+    ylabel: str,
+    note: str,
+    *,
+    invert: bool = False,
+    ylim: tuple[float, float] | None = None,
+) -> Figure:
     """One line per condition with its 95% interval band, over rounds."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.19)
     drawn = False
     for i, cond in enumerate(metrics["conditions"]):
         points = sorted(
@@ -54,8 +63,16 @@ def _by_round(metrics: dict[str, Any], key: str, title: str, ylabel: str, note: 
         xs = [r for r, _ in points]
         n = max(s["n"] for _, s in points)
         colour = _colour(cond, i)
-        ax.plot(xs, [s["mean"] for _, s in points], marker="o", color=colour, label=f"{cond.upper()} (n={n})")
-        ax.fill_between(xs, [s["lo"] for _, s in points], [s["hi"] for _, s in points], color=colour, alpha=0.2)
+        ax.plot(
+            xs,
+            [s["mean"] for _, s in points],
+            marker="o",
+            color=colour,
+            label=f"{cond.upper()} (n={n})",
+        )
+        ax.fill_between(
+            xs, [s["lo"] for _, s in points], [s["hi"] for _, s in points], color=colour, alpha=0.2
+        )
         drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -69,14 +86,15 @@ def _by_round(metrics: dict[str, Any], key: str, title: str, ylabel: str, note: 
         ax.invert_yaxis()
     if drawn:
         ax.legend(loc="best")
-    fig.text(0.01, -0.02, note, fontsize=7, ha="left", va="top")
+    fig.text(0.01, 0.01, note, fontsize=7, ha="left", va="bottom")
     return fig
 
 
 def _verdict_mix(metrics: dict[str, Any]) -> Figure:
     """Stacked bars: the share of each verdict per tier, one bar per condition."""
     conds = metrics["conditions"]
-    fig, ax = plt.subplots(figsize=(7.2, 4.0))
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.08)
     width = 0.8 / max(1, len(conds))
     drawn = False
     for ci, cond in enumerate(conds):
@@ -84,10 +102,20 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
         bottoms = [0.0] * len(TIERS)
         for verdict in VERDICTS:
             totals = [sum(mix.get(t, {}).values()) for t in TIERS]
-            shares = [mix.get(t, {}).get(verdict, 0) / tot if tot else 0.0 for t, tot in zip(TIERS, totals, strict=True)]
+            shares = [
+                mix.get(t, {}).get(verdict, 0) / tot if tot else 0.0
+                for t, tot in zip(TIERS, totals, strict=True)
+            ]
             xs = [ti + (ci - (len(conds) - 1) / 2) * width for ti in range(len(TIERS))]
-            ax.bar(xs, shares, width * 0.95, bottom=bottoms, color=_VERDICT_COLOURS[verdict],
-                   edgecolor="white", label=verdict if ci == 0 else None)
+            ax.bar(
+                xs,
+                shares,
+                width * 0.95,
+                bottom=bottoms,
+                color=_VERDICT_COLOURS[verdict],
+                edgecolor="white",
+                label=verdict if ci == 0 else None,
+            )
             bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
             drawn = drawn or any(totals)
         for ti, tot in enumerate(sum(mix.get(t, {}).values()) for t in TIERS):
@@ -98,7 +126,7 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
     ax.set_xticks(range(len(TIERS)), [t for t in TIERS])
     ax.set_ylim(0, 1.25)
     ax.set_ylabel("share of verdicts")
-    ax.set_title("Verdict mix per tier (all rounds and replicates)")
+    ax.set_title("Verdict mix per tier (all rounds and replicates)", pad=24)
     ax.legend(loc="upper right", fontsize=7, ncols=3)
     return fig
 
@@ -107,13 +135,30 @@ def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
     """Draw the four figures into out_dir; returns their paths in FIGURES order."""
     interval = "bands: 95% bootstrap interval over replicates"
     figs = [
-        _by_round(metrics, "in_distribution.hit@3", "hit@3 by round (in-distribution prompts)",
-                  "hit@3", interval, ylim=(-0.05, 1.05)),
-        _by_round(metrics, "trap.trap_win_rate", "Trap-win rate by round (gold above its poisoned twin)",
-                  "trap-win rate", f"{interval}; a twin or gold outside the top 10 counts as rank 11; ties lose",
-                  ylim=(-0.05, 1.05)),
-        _by_round(metrics, "trap.twin_rank", "Rank of the poisoned twin on its trap prompt",
-                  "mean rank (1 = top)", f"{interval}; outside the top 10 counts as rank 11", invert=True),
+        _by_round(
+            metrics,
+            "in_distribution.hit@3",
+            "hit@3 by round (in-distribution prompts)",
+            "hit@3",
+            interval,
+            ylim=(-0.05, 1.05),
+        ),
+        _by_round(
+            metrics,
+            "trap.trap_win_rate",
+            "Trap-win rate by round (gold above its poisoned twin)",
+            "trap-win rate",
+            f"{interval}; a twin or gold outside the top 10 counts as rank 11; ties lose",
+            ylim=(-0.05, 1.05),
+        ),
+        _by_round(
+            metrics,
+            "trap.twin_rank",
+            "Rank of the poisoned twin on its trap prompt",
+            "mean rank (1 = top)",
+            f"{interval}; outside the top 10 counts as rank 11",
+            invert=True,
+        ),
         _verdict_mix(metrics),
     ]
     paths = []

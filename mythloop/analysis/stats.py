@@ -45,7 +45,10 @@ def bootstrap_mean(
 
 
 def summarize(
-    per_replicate: Mapping[int, float | None], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    per_replicate: Mapping[int, float | None],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any] | None:
     """Mean and interval over the replicates that have a value; None when none has."""
     present = {rep: v for rep, v in sorted(per_replicate.items()) if v is not None}
@@ -84,5 +87,12 @@ def difference(
     lo, hi = _interval(t_means - b_means)
     if tv.size == 1 and bv.size == 1:
         lo = hi = mean
-    return {"mean": mean, "lo": lo, "hi": hi, "n": int(min(tv.size, bv.size)),
-            "n_treated": int(tv.size), "n_baseline": int(bv.size), "method": "unpaired"}
+    return {
+        "mean": mean,
+        "lo": lo,
+        "hi": hi,
+        "n": int(min(tv.size, bv.size)),
+        "n_treated": int(tv.size),
+        "n_baseline": int(bv.size),
+        "method": "unpaired",
+    }

@@ -1,0 +1,53 @@
+"""`mythloop analyze RESULTS_DIR`: recompute metrics, report and figures from a results dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def analyze_command(
+    results_dir: Path = typer.Argument(..., help="A results dir written by `mythloop sweep`."),
+    abstain_threshold: float | None = typer.Option(
+        None,
+        "--abstain-threshold",
+        help="Null-prompt abstention threshold (default: the sweep's, else the setting).",
+    ),
+) -> None:
+    """Recompute metrics.json, report.md and the four figures from the files alone."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from mythloop.analysis import AnalysisError, analyze
+    from mythloop.analysis.report import console_rows
+
+    console = Console()
+    try:
+        result = analyze(results_dir, abstain_threshold=abstain_threshold)
+    except AnalysisError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    if result.simulated:
+        console.print(
+            "[bold yellow]SIMULATED JUDGE[/bold yellow]: verdicts are synthetic, not a model's."
+        )
+    rows = console_rows(json.loads(result.metrics_path.read_text(encoding="utf-8")))
+    if rows:
+        table = Table(title="headline: first -> last round mean [95% CI over replicates]")
+        for column in rows[0]:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row.values())
+        console.print(table)
+    console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
+    console.print(f"metrics: {result.metrics_path}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `analyze` command."""
+    app.command("analyze")(analyze_command)

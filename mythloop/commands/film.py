@@ -1,0 +1,81 @@
+"""`mythloop film`: run the Mythos film flow from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from mythloop.commands.runtime import flow_runtime, ui_hint
+
+BACKENDS = ("offline", "replay", "claude", "gemini", "codex", "openai")
+
+
+def film(
+    prompt: str = typer.Argument(..., help="What the film should explain, e.g. "
+                                            "'the heat equation'."),
+    render: bool = typer.Option(False, "--render/--no-render",
+                                help="Render the scene to an mp4 (and repair it when it fails)."),
+    quality: str = typer.Option("l", "-q", "--quality",
+                                help="Manim quality: l (480p15), m, h, p, k (4K)."),
+    backend: str = typer.Option("offline", help="Model backend: " + " | ".join(BACKENDS)
+                                + ". offline and replay need no account."),
+    model: str | None = typer.Option(None, help="Model name (default: M2M_MODEL or the "
+                                                "backend's own)."),
+    fallback: list[str] = typer.Option(
+        [], "--fallback", help="Fallback model for model-specific failures (repeatable; "
+                               "default: M2M_MODEL_FALLBACKS)."),
+    max_repairs: int = typer.Option(3, min=0, max=10, help="Repairs allowed after a failed "
+                                                          "render."),
+    timeout: float | None = typer.Option(None, help="Seconds per model call (M2M_TIMEOUT)."),
+    render_timeout: float | None = typer.Option(None, help="Seconds per render "
+                                                           "(M2M_RENDER_TIMEOUT)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Call the model again even for stages "
+                                                      "with cached results."),
+    runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
+                                                    ".mythloop/runs)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
+) -> None:
+    """Turn PROMPT into a Manim film: six reasoning stages, codegen, verify, render, repair.
+
+    Prints the run dir (artifacts, raw model traces, manifest.json, mythos_scene.py) and
+    the video path.
+    """
+    from pydantic import ValidationError
+
+    from mythloop.mythos.request import FilmRequest
+
+    try:
+        request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,
+                              model=model, fallbacks=fallback, max_repairs=max_repairs,
+                              stage_timeout=timeout, render_timeout=render_timeout,
+                              fresh=fresh, runs_dir=runs_dir)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(2) from None
+    with flow_runtime(verbose=verbose):
+        from flows.film import film as film_flow
+
+        state = film_flow(request, return_state=True)
+        try:
+            result = state.result()
+        except Exception as exc:  # the flow failed: one clear line, the run dir kept
+            typer.echo(f"film failed: {_one_line(exc)}", err=True)
+            typer.echo(ui_hint(), err=True)
+            raise typer.Exit(1) from None
+    typer.echo(f"run dir: {result['run_dir']}")
+    if result["video_path"]:
+        typer.echo(f"video:   {result['video_path']}")
+    else:
+        typer.echo("video:   (not rendered; pass --render)")
+    typer.echo(ui_hint())
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def register(app: typer.Typer) -> None:
+    app.command("film")(film)
