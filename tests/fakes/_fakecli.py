@@ -2,6 +2,9 @@
 
 Environment knobs:
   FAKE_MODE        ok (default) | auth | sleep | empty | garbled | ratelimit | network | untrusted
+                   | mythos (claude only: film stage JSON / scene code; needs mythloop importable)
+  FAKE_DEGENERATE  (mythos mode) a stage slug that always gets a degenerate artifact
+  FAKE_CALL_LOG    (mythos mode) append one line per call: "<model> <step>"
   FAKE_BAD_MODELS  comma list: these --model values fail as "model not found"
   FAKE_ARGV_FILE   write {"argv", "cwd", "home", "stdin", "env"} here as JSON
   FAKE_PIDFILE     (sleep mode) write "<child pid> <grandchild pid>" here
@@ -60,3 +63,26 @@ def sleep_with_grandchild() -> None:
 
 def read_stdin() -> str:
     return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def mythos_reply(prompt: str) -> str:
+    """Film replies keyed on which charter the prompt starts with (offline stand-in content)."""
+    from mythloop.mythos.offline import offline_response
+    from mythloop.mythos.stages import STAGES, load_charter
+
+    step = None
+    for spec in STAGES:
+        if prompt.startswith(load_charter(spec.charter_file)[:200]):
+            step = spec.slug
+    for name in ("codegen", "repair"):
+        if step is None and prompt.startswith(load_charter(f"{name}.md")[:120]):
+            step = name if name == "codegen" else "repair-1"
+    log = os.environ.get("FAKE_CALL_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{arg_after(sys.argv[1:], '--model')} {step}\n")
+    if step is None:
+        return "I am not sure what you are asking."
+    if step == os.environ.get("FAKE_DEGENERATE"):
+        return '{"stage": "' + step + '", "note": "nothing to say"}'
+    return offline_response(step, prompt)

@@ -1,3 +1,4 @@
+# ruff: noqa
 """A short ThreeDScene: a headline, a formula, a tilt with move_camera and back."""
 
 from manim import *

@@ -1,0 +1,69 @@
+"""`mythloop verify` and `mythloop render`: static check and sandboxed render of a scene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def _read(file: Path) -> str:
+    """The file's text, or one error line and exit code 2."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        typer.echo(f"error: cannot read {file}: {reason}", err=True)
+        raise typer.Exit(2) from None
+
+
+def verify(
+    file: Path = typer.Argument(..., help="Scene file (Python) to check."),
+    prompt: str | None = typer.Option(None, "--prompt", help="The film prompt, for the "
+                                      "art-direction lint (light paper + no black)."),
+) -> None:
+    """Statically check a generated scene; exit 1 with FILE:LINE: reason when rejected."""
+    from mythloop.mythos.verify import verify_scene
+
+    result = verify_scene(_read(file), prompt=prompt)
+    if result.ok:
+        typer.echo(f"ok: {file} passed verify")
+        return
+    typer.echo(f"{file}:{result.line}: {result.reason}")
+    raise typer.Exit(1)
+
+
+def render(
+    file: Path = typer.Argument(..., help="Scene file (Python) to render."),
+    scene: str | None = typer.Option(None, "--scene", help="Scene class (default: the file's)."),
+    quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l, m, h, p or k."),
+    timeout: float | None = typer.Option(None, "--timeout", min=1, help="Seconds before the "
+                                         "render is killed (default: M2M_RENDER_TIMEOUT)."),
+    out: Path | None = typer.Option(None, "--out", help="Render dir (default: a fresh folder "
+                                    "under the state dir)."),
+) -> None:
+    """Render a scene in the sandbox; print the mp4 path, or one line saying what went wrong."""
+    from mythloop.mythos.render import QUALITIES, render_scene
+
+    _read(file)
+    if quality not in QUALITIES:
+        typer.echo(f"error: -q must be one of {', '.join(QUALITIES)}, not {quality!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        result = render_scene(file, scene=scene, quality=quality, timeout=timeout, out_dir=out)
+    except OSError as exc:
+        typer.echo(f"error: cannot prepare the render dir: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if result.ok:
+        typer.echo(result.video_path)
+        return
+    typer.echo(f"render failed ({result.kind}): {result.message} [log: {result.log_path}]")
+    raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `verify` and `render` to the mythloop app."""
+    app.command("verify")(verify)
+    app.command("render")(render)

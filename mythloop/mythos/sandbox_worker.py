@@ -1,0 +1,137 @@
+"""Runs manim inside the render sandbox behind a Python audit hook (defence in depth).
+
+Executed as ``python -I -c <this source> <spec json>`` by sandbox_init.py, already
+unprivileged and resource-limited. It imports nothing from mythloop (the
+package may not be readable there). The hook refuses, with PermissionError:
+writes outside the render dir, any process except the exact latex/dvisvgm
+commands manim issues, sockets, ctypes, and path changes outside the render dir.
+The OS layers (user, namespaces, rlimits) stay the real boundary: a hook can be
+bypassed by code that corrupts interpreter memory, which is why ctypes is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_DENY_ALWAYS = frozenset({
+    "os.system", "os.spawn", "os.fork", "os.forkpty", "pty.spawn", "os.startfile",
+    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "webbrowser.open",
+    "pickle.find_class", "os.kill", "os.killpg", "syslog.openlog",
+})
+_PATH_EVENTS = frozenset({
+    "os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.symlink", "os.link", "os.chmod",
+    "os.chown", "os.truncate", "os.utime", "os.chflags", "os.lchflags", "os.lchmod",
+    "os.lchown", "shutil.rmtree", "shutil.copyfile", "shutil.copytree", "shutil.move",
+    "shutil.copymode", "shutil.copystat", "os.mkfifo", "os.mknod",
+})
+_TEX_FLAGS = frozenset({"-interaction=batchmode", "-halt-on-error", "-no-pdf",
+                        "-output-format=dvi", "-output-format=pdf"})
+_SVG_FLAGS = re.compile(r"--pdf|--page=\d+|--no-fonts|--verbosity=\d")
+
+
+class _Guard:
+    """The audit hook: one instance per process, `busy` stops re-entry."""
+
+    def __init__(self, workdir: str, tools: list[str], path_env: str) -> None:
+        self.workdir = os.path.realpath(workdir)
+        self.tools = frozenset(tools)
+        self.path_env = path_env
+        self.busy = False
+
+    def inside(self, path, base: str | None = None) -> bool:
+        """True when PATH (resolved, symlinks followed) lies in the render dir."""
+        try:
+            text = os.fsdecode(path)
+        except TypeError:
+            return False
+        full = os.path.realpath(os.path.join(base or os.getcwd(), text))
+        return full == self.workdir or full.startswith(self.workdir + os.sep) or full == "/dev/null"
+
+    def deny(self, what: str) -> None:
+        raise PermissionError(f"sandbox: {what} is not allowed in a scene render")
+
+    def check_tool(self, exe, argv, cwd, env) -> None:
+        """Allow only manim's own latex/dvisvgm command lines, on files in the render dir."""
+        if isinstance(argv, (str, bytes)) or not argv:
+            self.deny(f"running {argv!r}")
+        argv = [os.fsdecode(a) for a in argv]
+        name = os.path.basename(os.fsdecode(exe) if exe else argv[0])
+        if name not in self.tools:
+            self.deny(f"running '{name}' (only {', '.join(sorted(self.tools))} may run)")
+        path = (env if env is not None else os.environ).get("PATH", "")
+        if path != self.path_env:
+            self.deny("running a tool with a changed PATH")
+        resolved = shutil.which(name, path=self.path_env)
+        explicit = os.fsdecode(exe) if exe and "/" in os.fsdecode(exe) else None
+        if explicit and (resolved is None or
+                         os.path.realpath(explicit) != os.path.realpath(resolved)):
+            self.deny(f"running '{name}' from an unexpected place")
+        # not on PATH at all: let exec fail, so the render reports the missing tool
+        base = os.path.join(os.getcwd(), os.fsdecode(cwd)) if cwd else os.getcwd()
+        if cwd and not self.inside(cwd):
+            self.deny("running a tool outside the render dir")
+        for arg in argv[1:]:
+            if arg in _TEX_FLAGS or _SVG_FLAGS.fullmatch(arg):
+                continue
+            value = arg.split("=", 1)[1] if arg.startswith(("-output-directory=", "--output=")) \
+                else arg
+            if value.startswith("-") or not self.inside(value, base):
+                self.deny(f"'{name}' with argument {arg!r}")
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self.dispatch(event, args)
+        finally:
+            self.busy = False
+
+    def dispatch(self, event: str, args: tuple) -> None:
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(path, int) or path is None:
+                return
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writing and not self.inside(path):
+                self.deny(f"writing {os.fsdecode(path)!r} (outside the render dir)")
+        elif event == "subprocess.Popen":
+            exe, argv, cwd, env = args
+            self.check_tool(exe, argv, cwd, env)
+        elif event in ("os.posix_spawn", "os.exec"):
+            path, argv, env = args[:3]
+            self.check_tool(path, argv, None, env)
+        elif event in _DENY_ALWAYS or event.startswith("ctypes."):
+            self.deny(event)
+        elif event == "socket.__new__" and len(args) > 1 and args[1] not in (1, -1):
+            self.deny("opening a network socket")  # AF_UNIX (1) only for local pipes
+        elif event in _PATH_EVENTS:
+            for arg in args:
+                if isinstance(arg, (str, bytes, os.PathLike)) and not self.inside(arg):
+                    self.deny(f"{event} on {os.fsdecode(arg)!r} (outside the render dir)")
+
+
+def main() -> None:
+    """Install the guard, then run `manim` with the spec's arguments in this process."""
+    spec = json.loads(sys.argv[1])
+    import runpy
+
+    # manim's own import is trusted and loads ctypes (watchdog) and Cython modules;
+    # done before the hook so the hook can refuse ctypes outright afterwards.
+    import manim.__main__  # noqa: F401
+
+    del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
+
+    sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
+    sys.argv = ["manim", *spec["manim_argv"]]
+    runpy.run_module("manim", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,390 @@
+"""Static check of generated Manim scene code (the first of two sandbox layers).
+
+An AST walk that rejects, with the line of the first problem: syntax errors,
+animating the camera, imports outside the allowed set, anything that reaches
+the interpreter, OS, filesystem or network, external assets, and the seed's
+art-direction lint (a light-paper prompt with a black background in code).
+The render sandbox (render.py) must still contain whatever slips through.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from pydantic import BaseModel
+
+from mythloop.mythos import sandbox_policy as P
+
+__all__ = ["VerifyResult", "verify_scene", "requires_light_art_direction"]
+
+
+class VerifyResult(BaseModel):
+    """Outcome of `verify_scene`: accepted, or the first problem and its line."""
+
+    ok: bool
+    reason: str | None = None
+    line: int | None = None
+
+
+_REFLECTION = ("getattr", "setattr", "delattr")
+_CAMERA_RULE = ("never animate the camera (.animate on self.camera); move it with "
+                "self.move_camera(...) or self.set_camera_orientation(...)")
+_LIGHT_RULE = ("prompt art-direction lint: this prompt explicitly requires an archival/"
+               "off-white, non-black background; replace the default dark Mythos "
+               "background with warm paper and use dark ink text/geometry")
+
+
+def requires_light_art_direction(prompt: str) -> bool:
+    """True when the prompt asks for off-white/archival/paper and says no black (seed rule)."""
+    text = prompt.lower()
+    positive = ("off-white", "archival", "paper", "warm paper")
+    negative = ("no black", "not black", "never black", "non-black")
+    return any(t in text for t in positive) and any(t in text for t in negative)
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
+    """Split `a.b.c` into its root node and attribute names ['b', 'c']."""
+    names: list[str] = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    return node, names[::-1]
+
+
+_HUGE = 10**8
+_ALLOCATORS = frozenset({"bytearray", "bytes", "range", "zeros", "ones", "empty", "full",
+                         "arange", "repeat", "tile", "random", "rand", "randn"})
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """True when BODY can leave its loop: a break not in a nested loop, a return or raise."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Raise, ast.Break)):
+            return True
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(n for n in node.orelse)
+            stack.extend(n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Raise)))
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _const_int(node: ast.AST) -> int | None:
+    """Value of a constant integer expression (10**9, 256*1024*1024), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return int(node.value) if abs(node.value) < 1e30 else 10**30
+    if isinstance(node, ast.Tuple) and node.elts:  # np.zeros((100000, 100000))
+        sizes = [_const_int(e) for e in node.elts]
+        if all(s is not None for s in sizes):
+            total = 1
+            for s in sizes:
+                total = min(total * max(s, 0), 10**30)
+            return total
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Pow, ast.LShift)):
+        left, right = _const_int(node.left), _const_int(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Mult):
+            return min(left * right, 10**30)
+        if isinstance(node.op, ast.LShift):
+            return 10**30 if right > 100 else min(left << max(right, 0), 10**30)
+        return 10**30 if right > 100 or left > 10**6 else min(left ** max(right, 0), 10**30)
+    return None
+
+
+def _is_dark_hex(text: str) -> bool:
+    """A #rgb/#rrggbb colour with luminance under ~8% (black, #0c0c0b, ...)."""
+    m = re.fullmatch(r"#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})", text.strip())
+    if not m:
+        return False
+    h = m.group(1)
+    if len(h) == 3:
+        h = "".join(c * 2 for c in h)
+    r, g, b = (int(h[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.08
+
+
+class _Checker(ast.NodeVisitor):
+    """Collects (line, col, reason) for every problem; the caller reports the first."""
+
+    def __init__(self, light_prompt: bool) -> None:
+        self.problems: list[tuple[int, int, str]] = []
+        self.aliases: dict[str, str] = {}  # local name -> dotted module path
+        self.camera_aliases: set[str] = set()
+        self.constants: dict[str, ast.AST] = {}
+        self.light_prompt = light_prompt
+
+    def flag(self, node: ast.AST, reason: str) -> None:
+        self.problems.append((getattr(node, "lineno", 1), getattr(node, "col_offset", 0), reason))
+
+    # --- imports ----------------------------------------------------------
+    def _module_problem(self, path: str) -> str | None:
+        parts = path.split(".")
+        if parts[0] not in P.ALLOWED_IMPORT_ROOTS:
+            return (f"import of '{parts[0]}' is not allowed; a scene may import only manim, "
+                    "numpy, math, random, itertools, functools, colour and pure-computation "
+                    "stdlib (typing, dataclasses, enum, collections, fractions, ...)")
+        for prefix in P.FORBIDDEN_MODULE_PATHS:
+            if path == prefix or path.startswith(prefix + "."):
+                return f"'{path}' reaches files, processes or code loading; not allowed in a scene"
+        for part in parts[1:]:
+            if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+                return f"private module attribute '{path}' is not allowed"
+            if part == "types" and not path.startswith("manim.mobject.types"):
+                return f"'{path}' reaches the 'types' module (code objects); not allowed"
+            if part in P.DANGEROUS_MODULE_NAMES:
+                return f"'{path}' reaches the '{part}' module; not allowed in a scene"
+        return None
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            problem = self._module_problem(alias.name)
+            if problem:
+                self.flag(node, problem)
+            elif alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.flag(node, "relative imports are not allowed in a scene")
+            return
+        module = node.module or ""
+        problem = self._module_problem(module)
+        if problem:
+            self.flag(node, problem)
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                if module == "manim":
+                    self.aliases.update(P.MANIM_STAR_MODULES)
+                continue
+            full = f"{module}.{alias.name}"
+            problem = self._module_problem(full)
+            if problem is None and alias.name in P.ASSET_CALLS:
+                problem = f"'{alias.name}' loads external files; the charter forbids assets"
+            if problem:
+                self.flag(node, problem)
+            else:
+                self.aliases[alias.asname or alias.name] = full
+
+    # --- names and attributes --------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in _REFLECTION:
+            self.flag(node, f"'{node.id}' used as a value hides attribute lookups; call it "
+                            "directly with a literal attribute name")
+        elif node.id in P.FORBIDDEN_BUILTINS:
+            self.flag(node, f"'{node.id}' reaches outside the scene (eval/exec/import/"
+                            "file access are not allowed)")
+        elif node.id.startswith("__") and node.id.endswith("__") and node.id != "__name__":
+            self.flag(node, f"dunder name '{node.id}' is not allowed in a scene")
+        elif node.id in P.ASSET_CALLS:
+            self.flag(node, f"'{node.id}' loads external files or writes outside the render; "
+                            "the charter forbids assets and file I/O")
+
+    def _is_camera(self, node: ast.AST) -> bool:
+        root, names = _chain(node)
+        if isinstance(root, ast.Name) and root.id in self.camera_aliases:
+            return True
+        if isinstance(root, ast.Name) and root.id == "self":
+            return names[:1] == ["camera"] or names[:2] == ["renderer", "camera"]
+        return False
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr == "animate" and self._is_camera(node.value):
+            self.flag(node, _CAMERA_RULE)
+        elif attr.startswith("__") and attr.endswith("__") and attr not in P.SAFE_DUNDERS:
+            self.flag(node, f"attribute '{attr}' reaches interpreter internals; not allowed")
+        elif attr in P.DANGEROUS_ATTRS:
+            self.flag(node, f"attribute '.{attr}' reaches the OS, files or interpreter; "
+                            "not allowed in a scene")
+        elif attr in P.ASSET_CALLS:
+            self.flag(node, f"'.{attr}' loads external files or writes outside the render")
+        elif attr in P.CONFIG_PATH_KEYS:
+            self.flag(node, f"manim setting '{attr}' redirects files or launches programs; "
+                            "the render sets it")
+        else:
+            root, names = _chain(node)
+            if isinstance(root, ast.Name) and root.id in self.aliases:
+                problem = self._module_problem(".".join([self.aliases[root.id], *names]))
+                if problem:
+                    self.flag(node, problem)
+                    return  # one report per chain
+            if attr == "tex_compiler" and isinstance(node.ctx, ast.Store):
+                self.flag(node, "setting tex_compiler is not allowed (manim picks latex)")
+        self.generic_visit(node)
+
+    # --- loops and allocations (render would kill them; say so up front) ---
+    def visit_While(self, node: ast.While) -> None:
+        endless = isinstance(node.test, ast.Constant) and bool(node.test.value)
+        if endless and not _exits(node.body):
+            self.flag(node, "endless loop: 'while True' with no break/return; the render "
+                            "would only end at its timeout")
+        self.generic_visit(node)
+
+    def _check_size(self, node: ast.Call, name: str | None) -> None:
+        if name not in _ALLOCATORS:
+            return
+        for arg in node.args[:1]:
+            size = _const_int(arg)
+            if size is not None and size >= _HUGE:
+                self.flag(node, f"{name}({size:,}) allocates far more than a scene needs "
+                                "(memory bomb)")
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Mult):
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                size = _const_int(side)
+                if size is not None and size >= _HUGE and isinstance(
+                        other, (ast.List, ast.Tuple, ast.Constant)) and not isinstance(
+                        getattr(other, "value", None), (int, float)):
+                    self.flag(node, f"sequence repeated {size:,} times (memory bomb)")
+        self.generic_visit(node)
+
+    # --- calls, assignments, literals ------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else (
+            func.attr if isinstance(func, ast.Attribute) else None)
+        self._check_size(node, name)
+        if name in _REFLECTION and isinstance(func, ast.Name):
+            self._check_reflection(node, name)
+        if name == "Code" and (node.args or any(k.arg in ("file_name", "code_file")
+                                                for k in node.keywords)):
+            self.flag(node, "Code(...) may only take code_string=...; reading files is not allowed")
+        for kw in node.keywords:
+            if kw.arg in P.CONFIG_PATH_KEYS:
+                self.flag(kw.value, f"manim setting '{kw.arg}' is not allowed in a scene")
+            elif kw.arg == "tex_compiler" and not (
+                    isinstance(kw.value, ast.Constant) and kw.value.value in P.TEX_COMPILERS):
+                self.flag(kw.value, "tex_compiler must be one of latex/pdflatex/xelatex/lualatex")
+            elif kw.arg == "background_color" and self._is_dark(kw.value):
+                self._flag_dark(kw.value)
+        if name in _REFLECTION and isinstance(func, ast.Name):
+            for child in (*node.args, *(k.value for k in node.keywords)):
+                self.visit(child)  # the callee itself was checked above
+        else:
+            self.generic_visit(node)
+
+    def _check_reflection(self, node: ast.Call, name: str) -> None:
+        target = node.args[1] if len(node.args) > 1 else None
+        if not (isinstance(target, ast.Constant) and isinstance(target.value, str)):
+            self.flag(node, f"{name}() with a computed attribute name is not allowed "
+                            "(string-built lookups can reach anything)")
+            return
+        attr = target.value
+        if attr.startswith("_") or attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
+            self.flag(node, f"{name}(..., '{attr}') reaches internals; not allowed")
+        elif attr == "animate" and node.args and self._is_camera(node.args[0]):
+            self.flag(node, _CAMERA_RULE)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def _bind(self, target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            if self._is_camera(value):
+                self.camera_aliases.add(target.id)
+            self.constants[target.id] = value
+            upper = target.id.upper()
+            if ("BG" in upper or "BACKGROUND" in upper) and self._is_dark(value):
+                self._flag_dark(value)
+        elif isinstance(target, ast.Attribute) and target.attr == "background_color":
+            if self._is_dark(value):
+                self._flag_dark(value)
+        elif isinstance(target, ast.Subscript):
+            key = target.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if key.value in P.CONFIG_PATH_KEYS:
+                    self.flag(target, f"manim setting '{key.value}' is not allowed in a scene")
+                elif key.value == "background_color" and self._is_dark(value):
+                    self._flag_dark(value)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if key.value in P.CONFIG_PATH_KEYS:
+                    self.flag(key, f"manim setting '{key.value}' is not allowed in a scene")
+                low = key.value.lower()
+                if ("bg" in low or "background" in low) and self._is_dark(value):
+                    self._flag_dark(value)
+        self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant):
+            return  # a bare string statement (docstring, comment) is inert text
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
+            if P.DUNDER_STRING_RE.search(node.value):
+                self.flag(node, "string names an interpreter-internal dunder; not allowed")
+            elif P.LATEX_DANGER_RE.search(node.value):
+                self.flag(node, "LaTeX that reads/writes files or runs code (\\input, \\write, "
+                                "\\openout, ...) is not allowed")
+
+    def _is_dark(self, node: ast.AST, depth: int = 0) -> bool:
+        if not self.light_prompt or depth > 4:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value.strip().lower() == "black" or _is_dark_hex(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in P.DARK_COLOR_NAMES:
+                return True
+            value = self.constants.get(node.id)
+            return value is not None and self._is_dark(value, depth + 1)
+        if isinstance(node, ast.Call) and node.args:  # ManimColor("#000"), ManimColor(BLACK)
+            return self._is_dark(node.args[0], depth + 1)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            mapping = self.constants.get(node.value.id)
+            if isinstance(mapping, ast.Dict) and isinstance(node.slice, ast.Constant):
+                for key, value in zip(mapping.keys, mapping.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == node.slice.value:
+                        return self._is_dark(value, depth + 1)
+        return False
+
+    def _flag_dark(self, node: ast.AST) -> None:
+        self.flag(node, _LIGHT_RULE)
+
+
+def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
+    """Statically check scene code; on rejection give the first problem and its line."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return VerifyResult(ok=False, reason=f"syntax error: {exc.msg}", line=exc.lineno or 1)
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        return VerifyResult(ok=False, reason=f"cannot parse: {exc}", line=1)
+    checker = _Checker(light_prompt=bool(prompt) and requires_light_art_direction(prompt or ""))
+    # Bindings first so `BG = ...` / `cam = self.camera` are known wherever used.
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name)]
+    for _ in range(3):  # aliases of aliases: cam = self.camera; frame = cam.frame
+        for node in assigns:
+            checker.constants.setdefault(node.targets[0].id, node.value)
+            if checker._is_camera(node.value):
+                checker.camera_aliases.add(node.targets[0].id)
+    try:
+        checker.visit(tree)
+    except RecursionError:
+        return VerifyResult(ok=False, reason="code nests too deeply to check", line=1)
+    if not checker.problems:
+        return VerifyResult(ok=True)
+    line, _col, reason = min(checker.problems)
+    return VerifyResult(ok=False, reason=reason, line=line)

@@ -1,0 +1,168 @@
+"""The film flow under the Prefect harness: stages, cache, verify, render, repair, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.stages import STAGES
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+FAKES = Path(__file__).parent / "fakes"
+STAGE_NAMES = [spec.slug for spec in STAGES]
+
+
+def _film(request: FilmRequest):
+    from flows.film import film
+
+    return film(request, return_state=True)
+
+
+def _manifest(run_dir: Path) -> dict:
+    return json.loads((Path(run_dir) / "manifest.json").read_text())
+
+
+def _only_run_dir(runs: Path) -> Path:
+    dirs = sorted((runs / "mythos").iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def _fake_claude_bin(tmp_path: Path) -> Path:
+    """A `claude` on PATH that runs the fake CLI with this interpreter (mythloop importable)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "claude"
+    wrapper.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.path.insert(0, {str(FAKES)!r})\n"
+        f"runpy.run_path({str(FAKES / 'claude')!r}, run_name='__main__')\n")
+    wrapper.chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.slow
+def test_offline_film_renders_and_a_rerun_calls_no_model(tmp_path):
+    runs = tmp_path / "runs"
+    request = FilmRequest(prompt="the heat equation", backend="offline", render=True,
+                          runs_dir=runs)
+    state = _film(request)
+    assert state.is_completed(), state.message
+    result = state.result()
+    video = Path(result["video_path"])
+    assert video.is_file() and video.suffix == ".mp4"
+    assert Path(result["run_dir"]) in video.parents  # media stays inside the run dir
+    duration = float(subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+         str(video)], capture_output=True, text=True, check=True).stdout)
+    assert duration > 1.0
+    manifest = _manifest(result["run_dir"])
+    assert [s["stage"] for s in manifest["stages"]] == [*STAGE_NAMES, "codegen"]
+    assert manifest["static_check"]["passed"] is True
+    assert manifest["renders"][-1]["ok"] is True
+    assert manifest["model_calls"] == 7
+    assert all(s["prefect_task_run_id"] for s in manifest["stages"])
+    for spec in STAGES:
+        assert (Path(result["run_dir"]) / spec.artifact_name).is_file()
+
+    # The same film again: every stage and codegen come from the cache, no model call.
+    again = _film(request.model_copy(update={"render": False}))
+    assert again.is_completed(), again.message
+    second = _manifest(again.result()["run_dir"])
+    assert second["model_calls"] == 0
+    assert all(stage["cached"] for stage in second["stages"])
+    # ... and --fresh calls the model again.
+    fresh = _film(request.model_copy(update={"render": False, "fresh": True}))
+    assert _manifest(fresh.result()["run_dir"])["model_calls"] == 7
+
+
+@pytest.mark.slow
+def test_render_timeout_spends_no_repair(tmp_path):
+    runs = tmp_path / "runs"
+    state = _film(FilmRequest(prompt="a render that runs out of time", backend="offline",
+                              render=True, render_timeout=1, runs_dir=runs))
+    assert state.is_failed()
+    with pytest.raises(Exception, match="timed out"):
+        state.result()
+    manifest = _manifest(_only_run_dir(runs))
+    assert manifest["renders"][0]["kind"] == "timeout"
+    assert manifest.get("repairs", []) == []
+    assert manifest["render_timed_out"] is True
+
+
+@pytest.mark.slow
+def test_missing_latex_spends_no_repair(tmp_path, monkeypatch):
+    # A PATH with ffmpeg but no latex / dvisvgm: an environment problem, not the scene's.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ffmpeg", "ffprobe"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    runs = tmp_path / "runs"
+    state = _film(FilmRequest(prompt="euler without latex", backend="offline", render=True,
+                              runs_dir=runs))
+    assert state.is_failed()
+    manifest = _manifest(_only_run_dir(runs))
+    assert manifest["renders"][0]["kind"] == "missing_tool"
+    assert manifest.get("repairs", []) == []
+    assert "latex" in manifest["failed"]["error"].lower()
+
+
+def test_degenerate_stage_is_retried_once_then_fails_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_fake_claude_bin(tmp_path)}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MODE", "mythos")
+    monkeypatch.setenv("FAKE_DEGENERATE", "math-director")
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_CALL_LOG", str(calls))
+    runs = tmp_path / "runs"
+    state = _film(FilmRequest(prompt="the wave equation", backend="claude", model="model-a",
+                              render=False, runs_dir=runs, fresh=True))
+    assert state.is_failed()
+    with pytest.raises(Exception) as info:
+        state.result()
+    message = str(info.value)
+    run_dir = _only_run_dir(runs)
+    assert "math-director" in message and "twice" in message
+    assert str(run_dir / "04_math_dossier.retry.raw.txt") in message
+    steps = [line.split()[1] for line in calls.read_text().splitlines()]
+    assert steps == ["intent", "cartographer", "curriculum", "math-director", "math-director"]
+    assert "math-director" in _manifest(run_dir)["failed"]["error"]
+
+
+def test_fallback_ladder_is_recorded_in_the_manifest(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_fake_claude_bin(tmp_path)}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MODE", "mythos")
+    monkeypatch.setenv("FAKE_BAD_MODELS", "model-a")
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_CALL_LOG", str(calls))
+    runs = tmp_path / "runs"
+    state = _film(FilmRequest(prompt="the wave equation", backend="claude", model="model-a",
+                              fallbacks=["model-b"], render=False, runs_dir=runs, fresh=True))
+    assert state.is_completed(), state.message
+    manifest = _manifest(state.result()["run_dir"])
+    assert manifest["model"] == "model-b"
+    [switch] = manifest["model_fallbacks"]
+    assert switch["from"] == "model-a" and switch["to"] == "model-b"
+    # model-a failed before answering anything; model-b then answered all 7 calls (sticky)
+    models = [line.split()[0] for line in calls.read_text().splitlines()]
+    assert models == ["model-b"] * 7
+    assert "model unavailable" in switch["reason"]
+
+
+def test_auth_failure_never_falls_back_and_says_how_to_log_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_fake_claude_bin(tmp_path)}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MODE", "auth")
+    runs = tmp_path / "runs"
+    state = _film(FilmRequest(prompt="the wave equation", backend="claude", model="model-a",
+                              fallbacks=["model-b"], render=False, runs_dir=runs, fresh=True))
+    assert state.is_failed()
+    with pytest.raises(Exception, match="(?i)log ?in"):
+        state.result()
+    assert "model_fallbacks" not in _manifest(_only_run_dir(runs))

@@ -1,0 +1,192 @@
+"""Static verify of generated scenes: the hostile corpus is rejected, benign scenes pass."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mythloop.mythos.verify import requires_light_art_direction, verify_scene
+
+SCENES = Path(__file__).parent / "scenes"
+HOSTILE = sorted((SCENES / "hostile").glob("*.py"))
+BENIGN = sorted((SCENES / "benign").glob("*.py"))
+LIGHT = "An archival, off-white paper look; no black anywhere."
+
+
+def _scene(body: str, header: str = "from manim import *\n") -> str:
+    """A small scene whose construct() holds BODY."""
+    return header + "\n\nclass S(Scene):\n    def construct(self):\n" + textwrap.indent(
+        textwrap.dedent(body).strip("\n"), " " * 8) + "\n"
+
+
+def test_corpora_are_present():
+    assert len(HOSTILE) >= 12 and len(BENIGN) >= 3
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.stem)
+def test_every_hostile_scene_is_rejected_with_a_line(path):
+    result = verify_scene(path.read_text())
+    assert not result.ok, f"{path.name} passed verify"
+    assert result.reason and result.line and result.line >= 1
+
+
+@pytest.mark.parametrize("path", BENIGN, ids=lambda p: p.stem)
+def test_benign_scenes_pass(path):
+    result = verify_scene(path.read_text())
+    assert result.ok, f"{path.name}:{result.line}: {result.reason}"
+
+
+REJECT = {
+    "camera_animate": _scene("self.play(self.camera.animate.set_phi(1))"),
+    "camera_frame_animate": _scene("self.play(self.camera.frame.animate.scale(0.5))"),
+    "camera_alias": _scene("cam = self.camera\nframe = cam.frame\nself.play(frame.animate.shift(UP))"),
+    "renderer_camera": _scene("self.play(self.renderer.camera.animate.shift(UP))"),
+    "import_os": "import os\n" + _scene("pass"),
+    "from_subprocess": "from subprocess import run\n" + _scene("pass"),
+    "import_importlib": _scene("pass", "import importlib\nfrom manim import *\n"),
+    "relative_import": "from . import helpers\n" + _scene("pass"),
+    "dunder_import": _scene("__import__('os')"),
+    "eval": _scene("eval('1+1')"),
+    "exec": _scene("exec('x = 1')"),
+    "compile": _scene("compile('1', 's', 'eval')"),
+    "open_read": _scene("open('/etc/passwd').read()"),
+    "globals": _scene("globals()['x'] = 1"),
+    "vars": _scene("vars(self)"),
+    "getattr_computed": _scene("getattr(np, 'lo' + 'ad')"),
+    "getattr_dunder": _scene("getattr(self, '__class__')"),
+    "getattr_as_value": _scene("g = getattr\ng(np, 'load')"),
+    "subclasses": _scene("().__class__.__bases__[0].__subclasses__()"),
+    "func_globals": _scene("f = lambda: 0\nf.__globals__"),
+    "builtins_name": _scene("__builtins__"),
+    "dunder_in_string": _scene("'{0.__class__}'.format(self)"),
+    "np_save": "import numpy as np\n" + _scene("np.save('x.npy', np.zeros(3))"),
+    "np_save_from": "from numpy import save\n" + _scene("pass"),
+    "np_lib": "import numpy\n" + _scene("numpy.lib.format.open_memmap('x')"),
+    "np_star_alias_load": _scene("np.load('x.npy')"),
+    "tofile": _scene("np.zeros(3).tofile('/tmp/x')"),
+    "np_ctypeslib": "import numpy.ctypeslib\n" + _scene("pass"),
+    "enum_bltns": "import enum\n" + _scene("enum.bltns.open('x', 'w')"),
+    "random_private_os": "import random\n" + _scene("random._os.system('x')"),
+    "manim_file_ops": "from manim.utils.file_ops import open_file\n" + _scene("pass"),
+    "utils_star_file_ops": _scene("utils.file_ops.os.system('x')"),
+    "os_environ_via_attr": _scene("x = np.os.environ"),
+    "sys_modules": _scene("m = self.sys.modules"),
+    "svg": _scene("SVGMobject('logo.svg')"),
+    "image": _scene("ImageMobject('photo.png')"),
+    "code_file": _scene("Code(file_name='scene.py')"),
+    "code_positional": _scene("Code('scene.py')"),
+    "add_sound": _scene("self.add_sound('click.wav')"),
+    "config_media_dir": _scene("config.media_dir = '/etc'"),
+    "config_subscript": _scene("config['output_file'] = '/tmp/x'"),
+    "tex_compiler": _scene("TexTemplate(tex_compiler='sh')"),
+    "latex_input": _scene(r"MathTex(r'\input{/etc/passwd}')"),
+    "latex_write18": _scene(r"Tex(r'\immediate\write18{id}')"),
+    "path_write_text": _scene("self.get_dir('x').write_text('y')"),
+    "while_true": _scene("while True:\n    self.wait(0.1)"),
+    "huge_alloc": _scene("x = bytearray(10**10)"),
+    "huge_list": _scene("x = [0] * (1 << 40)"),
+    "frame_walk": _scene("import_frame = self.f_back"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REJECT))
+def test_rule_rejects(name):
+    result = verify_scene(REJECT[name])
+    assert not result.ok, name
+    assert result.line and result.line > 0
+
+
+ACCEPT = {
+    "super_init": "from manim import *\n\nclass B(VGroup):\n    def __init__(self, **kw):\n"
+                  "        super().__init__(**kw)\n",
+    "getattr_literal": _scene("c = getattr(Circle(), 'color', WHITE)\nhasattr(self, 'x')"),
+    "camera_reads": _scene("p = self.camera.get_phi()\nf = self.camera.frame_center"),
+    "move_camera": _scene("self.move_camera(phi=60 * DEGREES, run_time=1)"),
+    "numpy_math": "import numpy as np\n" + _scene("r = np.random.default_rng(0)\n"
+                                                  "m = np.linalg.norm(r.normal(size=3))"),
+    "rate_functions": "from manim.utils.rate_functions import smooth\n" + _scene("pass"),
+    "mobject_types": "from manim.mobject.types.vectorized_mobject import VMobject\n"
+                     + _scene("pass"),
+    "colour_helpers": "from manim.utils.color import interpolate_color\n" + _scene("pass"),
+    "while_with_break": _scene("n = 0\nwhile True:\n    n += 1\n    if n > 3:\n        break"),
+    "main_guard": _scene("pass") + "\nif __name__ == '__main__':\n    print('x')\n",
+    "docstring_mentions": '"""Avoid __import__ and eval in scenes."""\n' + _scene("pass"),
+    "black_bg_without_prompt": _scene("self.camera.background_color = BLACK"),
+    "mathtex": _scene(r"self.play(Write(MathTex(r'\int_0^1 x^2\,dx = \frac{1}{3}')))"),
+    "moderate_alloc": "import numpy as np\n" + _scene("g = np.zeros((200, 200))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPT))
+def test_rule_accepts_normal_code(name):
+    result = verify_scene(ACCEPT[name])
+    assert result.ok, f"{name}: line {result.line}: {result.reason}"
+
+
+def test_syntax_error_reports_its_line():
+    result = verify_scene("from manim import *\n\nclass S(Scene:\n    pass\n")
+    assert not result.ok and result.line == 3 and "syntax" in result.reason
+
+
+def test_first_problem_is_reported():
+    code = _scene("x = 1\nself.play(self.camera.animate.shift(UP))\neval('2')")
+    result = verify_scene(code)
+    assert result.line == 7 and "camera" in result.reason
+
+
+@pytest.mark.parametrize("background", [
+    'self.camera.background_color = "#0c0c0b"',
+    "self.camera.background_color = BLACK",
+    "config.background_color = '#000000'",
+    "config['background_color'] = ManimColor('#000')",
+])
+def test_light_prompt_rejects_black_background(background):
+    assert requires_light_art_direction(LIGHT)
+    code = _scene(background)
+    rejected = verify_scene(code, prompt=LIGHT)
+    assert not rejected.ok and "art-direction" in rejected.reason
+    assert verify_scene(code).ok
+    assert verify_scene(code, prompt="A dramatic film about primes").ok
+
+
+def test_light_prompt_rejects_dark_bg_constant_and_accepts_paper():
+    dark = 'BG = "#0c0c0b"\n' + _scene("self.camera.background_color = BG")
+    assert not verify_scene(dark, prompt=LIGHT).ok
+    paper = 'BG = "#f4efe4"\n' + _scene("self.camera.background_color = BG")
+    assert verify_scene(paper, prompt=LIGHT).ok
+
+
+def test_star_module_table_matches_manim():
+    from mythloop.mythos.sandbox_policy import MANIM_STAR_MODULES
+
+    code = ("import types, manim\nns = {}\nexec('from manim import *', ns)\n"
+            "print(sorted((k, v.__name__) for k, v in ns.items() "
+            "if isinstance(v, types.ModuleType)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert eval(out) == sorted(MANIM_STAR_MODULES.items())
+
+
+def test_cli_verify_exit_codes(tmp_path):
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    runner = CliRunner()
+    good = runner.invoke(app, ["verify", str(BENIGN[0])])
+    assert good.exit_code == 0 and good.output.startswith("ok")
+    bad_file = SCENES / "hostile" / "socket_story.py"
+    bad = runner.invoke(app, ["verify", str(bad_file)])
+    assert bad.exit_code == 1
+    lines = bad.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{bad_file}:4: ")
+    light = tmp_path / "dark.py"
+    light.write_text(_scene("self.camera.background_color = '#0c0c0b'"))
+    assert runner.invoke(app, ["verify", str(light)]).exit_code == 0
+    assert runner.invoke(app, ["verify", str(light), "--prompt", LIGHT]).exit_code == 1
+    missing = runner.invoke(app, ["verify", str(tmp_path / "nope.py")])
+    assert missing.exit_code == 2
