@@ -87,7 +87,8 @@ def test_noise_zero_matches_the_tiers_exactly():
             elif name == expected:
                 assert got == "HELPFUL", (SOURCE, key, name)
             elif tier in ("real", "competing"):
-                assert got in (("NEUTRAL", "HELPFUL") if expected else ("NEUTRAL",)), (key, name, got)
+                # on a task no skill fits (null prompt) the judge says nothing, as the contract asks
+                assert got in (("NEUTRAL", "HELPFUL") if expected else (None,)), (key, name, got)
                 helpful_others += got == "HELPFUL"
             else:
                 assert got is None, (key, name, got)  # noise skills draw no tag

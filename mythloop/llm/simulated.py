@@ -168,7 +168,10 @@ class SimulatedJudge(Backend):
         if expected is not None and name == expected:
             return "HELPFUL"
         if tier in ("real", "competing"):
-            if expected is not None and _unit(self.seed, key, name, "lean") < self.lean_helpful:
+            if expected is None:
+                # A task no skill fits (a recipe, a haiku): the contract says to say nothing.
+                return None
+            if _unit(self.seed, key, name, "lean") < self.lean_helpful:
                 return "HELPFUL"
             return "NEUTRAL"
         return None  # noise tier, or a skill the judge knows nothing about

@@ -168,7 +168,7 @@ class Router:
             return []
         cand = np.argpartition(-final, k - 1)[:k] if k < n else np.arange(n)
         order = cand[np.lexsort((cand, -final[cand]))]  # ties broken by catalog (name) order
-        a = self._arrays
+        a = self.refresh()  # counters and status are reported with the blend off too
         rows = []
         for rank, i in enumerate(order.tolist(), start=1):
             skill = self.skills[i]

@@ -125,6 +125,7 @@ class ConditionRun:
         from mythloop.verdicts import VerdictStore
 
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.turn_timeout = self.config.turn_timeout or _settings_turn_timeout()
         self._materialise_skills()
         self.store = VerdictStore(self.store_path, self.dir / "verdicts.npz")
         self.router = Router(self.catalog, self.store, self.embedder, blend=self.cond == "c3")
@@ -236,7 +237,7 @@ class ConditionRun:
 
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
         full_prompt = learning_prompt(ranked, contract, prompt.prompt)
-        timeout = self.config.turn_timeout or _settings_turn_timeout()
+        timeout = self.turn_timeout
         started = time.perf_counter()
         completion = self.backend.complete(full_prompt, model=self.config.judge_options.model,
                                            timeout=timeout, key=session_id)
