@@ -7,7 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 APT_PACKAGES := libcairo2-dev libpango1.0-dev pkg-config ffmpeg texlive-latex-base \
-                texlive-latex-extra dvisvgm
+                texlive-latex-extra dvisvgm chromium postgresql
+# chromium: the UI check of the film run page; postgresql: the scale-out test and demo.
 # Keep everything this project writes inside the checkout.
 export MYTHLOOP_STATE_DIR ?= $(CURDIR)/.mythloop
 export PREFECT_HOME ?= $(MYTHLOOP_STATE_DIR)/prefect
@@ -63,3 +64,15 @@ doctor: setup
 
 clean:
 	rm -rf .mythloop .pytest_cache .ruff_cache
+
+# Scale-out demo (docs/scaling.md): PostgreSQL from Debian's packages (installed when initdb
+# is missing), a Prefect server on it, the `mythloop` process pool, two workers and a sharded
+# sweep; everything it starts is stopped at the end.
+.PHONY: scale-demo
+scale-demo: setup
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { \
+	  echo "[scale-demo] installing postgresql"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql; }
+	$(PY) -m mythloop.scale.demo

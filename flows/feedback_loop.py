@@ -6,6 +6,10 @@
         learning_turn x prompts         task per learned prompt (tag `llm`, retries)
       analyze                           task: metrics.json, report.md, plots, artifacts
 
+With config.shard_deployment set, each condition x replicate is instead a flow run of that
+deployment, taken by a work pool's workers (docs/scaling.md); the sweep waits for all of them,
+reads their sandboxes from the shared results dir, and analyses once.
+
 Rerunning the same sweep on the same results dir resumes: rounds recorded as
 complete are skipped, a round cut short is restored from its snapshot and run again.
 """
@@ -27,7 +31,10 @@ from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.files import write_json_atomic
 from tasks.analysis import analyze_results, artifact_key
+from tasks.hooks import record_sweep_failure
 from tasks.sweep import learning_turn, measure_round
+
+_SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 
 
 @functools.lru_cache(maxsize=8)
@@ -92,10 +99,9 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                 else:
                     failed_turns += 1
                     error = _state_error(state)
-                    row = run.failed_turn_row(
-                        prompt, round_idx, catalog, error,
-                        timed_out=_is_timeout(error), attempts=(state.state_details.run_count
-                                                                if state.state_details else 1) or 1)
+                    row = run.failed_turn_row(prompt, round_idx, catalog, error,
+                                              timed_out=_is_timeout(error),
+                                              attempts=_attempts(error, turn))
                     _say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
                          f"({row['error'][:160]}); the round goes on")
                 run.append_turn(row)
@@ -119,6 +125,13 @@ def _state_error(state) -> BaseException | str:
     except BaseException as exc:  # the failed state's own exception
         return exc
     return state.message or "unknown failure"
+
+
+def _attempts(error: BaseException | str, task) -> int:
+    """How often a failed turn ran: retriable errors used every retry, others failed at once."""
+    from mythloop.llm import is_retriable
+
+    return task.retries + 1 if isinstance(error, BaseException) and is_retriable(error) else 1
 
 
 def _is_timeout(error: BaseException | str) -> bool:
@@ -168,7 +181,7 @@ def _prepare_results_dir(config: SweepConfig) -> Path:
     return results_dir
 
 
-@flow(name="sweep", flow_run_name="sweep-{config.judge}")
+@flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
 def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic default)
     """Run conditions x replicates x rounds of measure -> learn, then the analysis."""
     results_dir = _prepare_results_dir(config)
@@ -177,6 +190,8 @@ def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic 
     progress_id = create_progress_artifact(
         progress=0.0, key=artifact_key(config.judge, "progress"),
         description=f"Sweep progress ({results_dir.name})")
+    if config.shard_deployment:  # each shard a flow run of that deployment, on the pool's workers
+        return finish_sweep(config, results_dir, _fan_out(config, results_dir, progress_id))
     shards = []
     base = 0
     for replicate in range(1, config.replicates + 1):
@@ -185,6 +200,88 @@ def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic 
                 config, cond, replicate, str(results_dir), str(progress_id), base, total))
             base += config.rounds
     return finish_sweep(config, results_dir, shards)
+
+
+def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
+    """Submit every shard as a flow run of config.shard_deployment, wait for all, gather them."""
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+
+    from mythloop.scale.shards import shard_plan, shard_summary
+
+    # Shards load the config on another host: absolute paths where the user gave any,
+    # the bundled defaults (resolved there) where not, and no fan-out of their own.
+    shard_config = config.model_copy(update={
+        "results_dir": results_dir, "shard_deployment": None, "shard_timeout": None,
+        "pool": config.resolved_pool() if config.pool else None,
+        "prompts_file": config.resolved_prompts_file() if config.prompts_file else None,
+    }).model_dump(mode="json")
+    runs = {}
+    for cond, replicate in shard_plan(config):
+        name = f"{cond}-rep{replicate}"
+        try:
+            runs[name] = run_deployment(
+                config.shard_deployment, timeout=0, flow_run_name=name, tags=["shard"],
+                parameters={"config": shard_config, "cond": cond, "replicate": replicate,
+                            "results_dir": str(results_dir)})
+        except ObjectNotFound:
+            raise ValueError(f"no deployment {config.shard_deployment!r} on this Prefect API; "
+                             "deploy it first (docs/scaling.md)") from None
+    _say(f"[sweep] {len(runs)} shards submitted to {config.shard_deployment}")
+    ended = _wait_for_shards(runs, config, results_dir, progress_id)
+    failed = [f"{name} (flow run {run.id}: {run.state.name}: {(run.state.message or '')[:200]})"
+              for name, run in ended.items() if not run.state.is_completed()]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(runs)} shards did not complete: "
+                           + "; ".join(failed) + ". Completed shards are kept: rerun the sweep "
+                           "with the same results dir to resume")
+    return [shard_summary(results_dir, cond, rep, config.rounds)
+            for cond, rep in shard_plan(config)]
+
+
+def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progress_id) -> dict:
+    """Poll the shards' flow runs until all are final; past shard_timeout, cancel and fail."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.states import Cancelled, Cancelling
+
+    from mythloop.scale.shards import rounds_done
+
+    deadline = time.monotonic() + config.shard_timeout if config.shard_timeout else None
+    total = len(runs) * config.rounds
+    seen: set[str] = set()
+    last_done = -1
+    with get_client(sync_client=True) as client:
+        while True:
+            found = {run.id: run for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[run.id for run in runs.values()])))}
+            runs = {name: found.get(run.id, run) for name, run in runs.items()}
+            final = {name for name, run in runs.items() if run.state and run.state.is_final()}
+            for name in sorted(final - seen):
+                _say(f"[sweep] shard {name}: {runs[name].state.name}")
+            seen = final
+            done = rounds_done(results_dir, list(runs))
+            if done != last_done:
+                update_progress_artifact(progress_id, 100.0 * min(done, total) / total)
+                last_done = done
+            if len(final) == len(runs):
+                return runs
+            if deadline and time.monotonic() > deadline:
+                waiting = {name: run for name, run in runs.items() if name not in final}
+                for run in waiting.values():
+                    idle = run.state is None or run.state.is_scheduled() or run.state.is_pending()
+                    client.set_flow_run_state(run.id, Cancelled() if idle else Cancelling(),
+                                              force=True)
+                pools = sorted({run.work_pool_name or "?" for run in waiting.values()})
+                raise TimeoutError(
+                    f"shards still unfinished after {config.shard_timeout:.0f} s, cancelled: "
+                    + ", ".join(f"{n} ({r.state.name if r.state else 'no state'})"
+                                for n, r in waiting.items())
+                    + f". Scheduled ones were never taken: is a worker polling work pool "
+                    f"{', '.join(pools)}?")
+            time.sleep(_SHARD_POLL_S)
 
 
 def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> dict:

@@ -145,8 +145,10 @@ CHECKS: list[Callable[[], Check]] = [
 
 
 def doctor() -> None:
-    """Check Python deps, the bundled embedding model, LaTeX, ffmpeg, the Prefect API and
-    which model CLIs are installed. Exits 1 when a required check fails."""
+    """Check Python deps, the embedding model, LaTeX, ffmpeg, the Prefect API, model CLIs.
+
+    One line per check; exits 1 when a required check fails, each failure naming its fix.
+    """
     # Libraries log at INFO (every health probe, every model load): one line a check instead.
     logging.disable(logging.INFO)
     failed = False

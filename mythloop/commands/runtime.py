@@ -18,11 +18,19 @@ def flow_runtime(*, verbose: bool = False) -> Iterator[None]:
       from a source checkout.
     - Prefect's per-task console lines are hidden unless --verbose (the flows print one
       line per round or stage; every log still reaches the Prefect API and UI).
-    - Without PREFECT_API_URL, Prefect runs a temporary local server for this process;
+    - Without PREFECT_API_URL, a running `mythloop server` of this state folder is used
+      (its `server.json`), so runs stay browsable in its UI.
+    - Otherwise Prefect runs a temporary local server for this process;
       flow heartbeats (crash detection for long-lived servers) are turned off there, as
       each flow would otherwise wait ~1 s at exit for its heartbeat thread.
     """
+    from mythloop.commands.server import local_server_url
     from mythloop.data import data_root
+
+    if not os.environ.get("PREFECT_API_URL"):
+        local = local_server_url()
+        if local:  # set before Prefect reads its settings; child processes inherit it
+            os.environ["PREFECT_API_URL"] = local
 
     root = str(data_root())
     if root not in sys.path:

@@ -15,6 +15,9 @@ from mythloop.data import data_path
 __all__ = ["SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts", "replicate_seed"]
 
 SIMULATED_JUDGES = {"simulated", "oracle"}
+# Where shards run, not what they compute: left out of the fingerprint, so a sweep started
+# in-process resumes fanned out and back.
+_PLACEMENT = {"shard_deployment", "shard_timeout"}
 
 
 class JudgeOptions(BaseModel):
@@ -58,6 +61,13 @@ class SweepConfig(BaseModel):
     """Where everything is written (default: <state>/results/<UTC stamp>)."""
     seed: int | None = None
     """Base seed (default: the prompts file's seed)."""
+    shard_deployment: str | None = None
+    """Fan out: run each condition x replicate as a flow run of this deployment
+    ("condition-run/condition-run") on a work pool's workers, which must see results_dir at
+    the same path. None runs them in-process, one after another."""
+    shard_timeout: float | None = Field(None, gt=0)
+    """Fan out: seconds the sweep waits for all its shards before it cancels them and fails
+    (default: no limit)."""
 
     @field_validator("conditions")
     @classmethod
@@ -78,7 +88,7 @@ class SweepConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """What must match for a rerun on the same results dir to resume it."""
-        keep = self.model_dump(mode="json", exclude={"results_dir", "rounds"})
+        keep = self.model_dump(mode="json", exclude={"results_dir", "rounds", *_PLACEMENT})
         keep["pool"] = str(self.resolved_pool())
         keep["prompts_file"] = str(self.resolved_prompts_file())
         return hashlib.sha256(repr(sorted(keep.items())).encode()).hexdigest()[:16]

@@ -100,13 +100,12 @@ def persist_verdicts(
         for i, a in enumerate(accepted)
     ]
     for a, outcome in zip(accepted, store.record_verdicts(items), strict=True):
-        if not outcome.inserted:
-            result.rejected.append({"name": a["name"], "reason": "already recorded for this session and host"})
-            continue
+        # A retried turn writes the same session again: the store keeps the first write and
+        # the turn still reports the verdict as applied, marked as already recorded.
         result.applied.append({
             **a, "status_before": outcome.before.status, "status": outcome.after.status,
             "helpful": outcome.after.helpful, "harmful": outcome.after.harmful,
-            "streak": outcome.after.streak,
+            "streak": outcome.after.streak, "already_recorded": not outcome.inserted,
         })
     return result
 

@@ -1,0 +1,340 @@
+"""`mythloop server` (a local Prefect server with its UI) and `mythloop serve` (the deployments).
+
+The server runs `prefect server start` as a child process in its own session, with its
+SQLite database under the project-local Prefect home. While it runs, `<state>/server.json`
+tells `mythloop serve`, `sweep` and `film` in other shells where the API is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+
+__all__ = ["register", "local_server_url", "server_file", "read_server_file"]
+
+_STOP_GRACE_S = 20.0
+
+
+def server_file() -> Path:
+    """Where a running `mythloop server` records its address."""
+    from mythloop.settings import get_settings
+
+    return get_settings().state_root / "server.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """True when the Prefect API answers its health check."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def read_server_file() -> dict | None:
+    """The running local server's record, or None when there is none (or it is stale)."""
+    path = server_file()
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not _pid_alive(int(info.get("pid", 0) or 0)):
+        return None
+    return info
+
+
+def local_server_url() -> str | None:
+    """The API URL of a healthy `mythloop server` of this state folder, if one runs."""
+    info = read_server_file()
+    if info and _healthy(info["api_url"]):
+        return info["api_url"]
+    return None
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if `mythloop server` itself is killed, so no orphan lingers."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _server_env(host: str, port: int) -> dict[str, str]:
+    from mythloop.settings import get_settings
+
+    api = f"http://{host}:{port}/api"
+    env = dict(os.environ)
+    env.pop("PREFECT_API_URL", None)
+    env.update({
+        "PREFECT_HOME": os.environ.get("PREFECT_HOME", str(get_settings().prefect_home)),
+        "PREFECT_SERVER_API_HOST": host,
+        "PREFECT_SERVER_API_PORT": str(port),
+        # The UI asks /ui-settings where the API is; without this it assumes port 4200.
+        "PREFECT_SERVER_UI_API_URL": api,
+        "PREFECT_UI_API_URL": api,
+        "PREFECT_UI_URL": f"http://{host}:{port}",
+        "PREFECT_SERVER_UI_ENABLED": "true",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
+    })
+    return env
+
+
+class _Stop(Exception):
+    """SIGTERM / SIGINT / SIGHUP arrived."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM, SIGINT and SIGHUP into one `_Stop`; later signals are ignored."""
+    def handler(signum, frame):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        raise _Stop(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler)
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL what is left after a grace period."""
+    for sig, wait in ((signal.SIGTERM, _STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        # The leader is gone; sweep up anything else still in its group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _wait_healthy(proc: subprocess.Popen, api_url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if _healthy(api_url, timeout=2.0):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def server(
+    port: int | None = typer.Option(None, min=1, max=65535,
+                                    help="Port to listen on (default: a free one)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    startup_timeout: float = typer.Option(180.0, min=1.0,
+                                          help="Seconds to wait for the server to answer."),
+) -> None:
+    """Start a local Prefect server with its UI (SQLite under .mythloop/prefect); Ctrl-C stops it.
+
+    While it runs, mythloop commands in other shells use it by themselves; the `prefect`
+    CLI needs the `export PREFECT_API_URL=...` line it prints.
+    """
+    existing = os.environ.get("PREFECT_API_URL")
+    if existing:
+        typer.echo(f"PREFECT_API_URL is set ({existing}): mythloop uses that server; not "
+                   "starting another. Unset PREFECT_API_URL to start a local one.")
+        return
+    running = read_server_file()
+    if running and _healthy(running["api_url"]):
+        typer.echo(f"a mythloop server already runs for this folder (pid {running['pid']}):")
+        _print_addresses(running["api_url"])
+        return
+    port = port or _free_port(host)
+    if _port_in_use(host, port):
+        typer.echo(f"error: port {port} on {host} is in use; choose another --port or leave "
+                   "it out to get a free one", err=True)
+        raise typer.Exit(2)
+    raise typer.Exit(_run_server(host, port, startup_timeout))
+
+
+def _run_server(host: str, port: int, startup_timeout: float) -> int:
+    from mythloop.settings import get_settings
+
+    settings = get_settings()
+    settings.prefect_home.mkdir(parents=True, exist_ok=True)
+    log_path = settings.prefect_home / "server.log"
+    api_url = f"http://{host}:{port}/api"
+    record = server_file()
+    typer.echo(f"starting Prefect server on {host}:{port} (database and log under "
+               f"{settings.prefect_home}) ...")
+    with _stop_on_signals():
+        proc = None
+        try:
+            with open(log_path, "ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "prefect", "server", "start",
+                     "--host", host, "--port", str(port)],
+                    env=_server_env(host, port), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            if not _wait_healthy(proc, api_url, startup_timeout):
+                why = ("exited" if proc.poll() is not None
+                       else f"did not answer within {startup_timeout:.0f} s")
+                typer.echo(f"error: the Prefect server {why}; its log ({log_path}) ends:\n"
+                           f"{_log_tail(log_path)}", err=True)
+                return 1
+            _write_json_atomic(record, {
+                "api_url": api_url, "ui_url": api_url[:-4], "host": host, "port": port,
+                "pid": os.getpid(), "server_pid": proc.pid, "log": str(log_path),
+                "prefect_home": str(settings.prefect_home),
+                "started_utc": datetime.now(UTC).isoformat()})
+            typer.echo("Prefect server ready.")
+            _print_addresses(api_url)
+            typer.echo("Stop it with Ctrl-C.")
+            code = proc.wait()
+            typer.echo(f"error: the Prefect server exited (code {code}); its log ({log_path}) "
+                       f"ends:\n{_log_tail(log_path)}", err=True)
+            return 1
+        except (_Stop, KeyboardInterrupt):
+            typer.echo("stopping the Prefect server ...")
+            return 0
+        finally:
+            if proc is not None and proc.poll() is None:
+                _stop_group(proc)
+            elif proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(FileNotFoundError):
+                if (read_server_file() or {}).get("pid") == os.getpid():
+                    record.unlink()
+            if proc is not None:
+                typer.echo("Prefect server stopped.")
+
+
+def _print_addresses(api_url: str) -> None:
+    typer.echo(f"  UI:  {api_url[:-4]}")
+    typer.echo(f"  API: {api_url}")
+    typer.echo("mythloop commands in other shells of this folder find it by themselves; for "
+               "the prefect CLI or another folder:")
+    typer.echo(f"  export PREFECT_API_URL={api_url}")
+
+
+def serve(
+    cron: str | None = typer.Option(None, help="Cron of the nightly sweep "
+                                    "(default: MYTHLOOP_SCHEDULE_CRON, '0 2 * * *')."),
+    timezone: str | None = typer.Option(None, help="IANA timezone of the cron "
+                                        "(default: MYTHLOOP_TIMEZONE, UTC)."),
+    wait: float = typer.Option(0.0, min=0.0, help="Seconds to wait for the server to answer "
+                               "(when server and serve start together)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
+) -> None:
+    """Serve the `nightly-sweep` and `film` deployments from this process; Ctrl-C stops.
+
+    Needs a Prefect server: `mythloop server` in another shell, or PREFECT_API_URL.
+    Creates the `llm` concurrency limit (MYTHLOOP_LLM_CONCURRENCY) and runs the flows that the
+    schedule or the UI's Run form start.
+    """
+    from mythloop.settings import get_settings
+
+    settings = get_settings()
+    api_url = _find_server(wait)
+    if not api_url:
+        given = os.environ.get("PREFECT_API_URL")
+        typer.echo(f"error: the Prefect API at {given} does not answer; start that server (or "
+                   "unset PREFECT_API_URL), then run `mythloop serve` again" if given else
+                   "error: no Prefect server to serve to: start `mythloop server` in another "
+                   "shell (or set PREFECT_API_URL), then run `mythloop serve` again", err=True)
+        raise typer.Exit(2)
+    cron = cron or settings.schedule_cron
+    timezone = timezone or settings.timezone
+    os.environ["PREFECT_API_URL"] = api_url  # the served flow runs' processes inherit it
+    from mythloop.commands.runtime import flow_runtime
+    from mythloop.data import deployments_dir
+
+    with flow_runtime(verbose=verbose):
+        entry = _load_serve_entry(deployments_dir() / "serve.py")
+        try:
+            deployments = entry.build_deployments(cron=cron, timezone=timezone)
+        except ValueError as exc:
+            typer.echo(f"error: {entry.first_error_line(exc)}", err=True)
+            raise typer.Exit(2) from None
+        entry.serve_all(deployments, llm_concurrency=settings.llm_concurrency, api_url=api_url)
+
+
+def _find_server(wait: float) -> str | None:
+    """PREFECT_API_URL or this folder's `mythloop server`, once it answers (up to `wait` s)."""
+    deadline = time.monotonic() + wait
+    while True:
+        given = os.environ.get("PREFECT_API_URL")
+        url = (given if _healthy(given) else None) if given else local_server_url()
+        if url or time.monotonic() >= deadline:
+            return url
+        time.sleep(1.0)
+
+
+def _load_serve_entry(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mythloop_deployments_serve", path)
+    if spec is None or spec.loader is None:
+        raise typer.BadParameter(f"cannot load the serve entry {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def register(app: typer.Typer) -> None:
+    app.command("server")(server)
+    app.command("serve")(serve)

@@ -1,0 +1,257 @@
+"""End to end: `mythloop server` + `mythloop serve`, a film started through the API the UI's
+Run form uses, its task runs, `prefect deployment ls`, the UI in headless Chromium, and a
+clean stop. The tests share one server and run in file order; the last one stops it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from browser import chromium_render, find_chromium, visible_text
+
+pytestmark = pytest.mark.slow
+
+FILM_STEPS = ["intent", "cartographer", "curriculum", "math-director", "cinematographer",
+              "scene-composer", "codegen", "verify", "render"]
+LLM_LIMIT = 3  # not the default (4): proves serve reads MYTHLOOP_LLM_CONCURRENCY
+STARTUP_S = 300.0
+
+
+@dataclass
+class Stack:
+    state: Path
+    env: dict[str, str]
+    server: subprocess.Popen
+    serve: subprocess.Popen
+    api_url: str
+    server_pid: int
+    logs: Path
+    film_run_id: str | None = None
+
+
+def _wait_for(what: str, check, timeout: float, procs: list[subprocess.Popen], logs: Path):
+    """Poll `check()` until it returns a truthy value; fail early if a process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        for proc in procs:
+            if proc.poll() is not None:
+                pytest.fail(f"{what}: {proc.args[3:5]} exited with {proc.returncode}\n"
+                            + _tails(logs))
+        time.sleep(0.5)
+    pytest.fail(f"{what}: not within {timeout:.0f} s\n" + _tails(logs))
+
+
+def _tails(logs: Path) -> str:
+    parts = []
+    for path in sorted(logs.glob("*.log")):
+        lines = path.read_text(errors="replace").splitlines()[-20:]
+        parts.append(f"--- {path.name}\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def _api(stack_or_url, method: str, path: str, body: dict | None = None):
+    import httpx
+
+    url = stack_or_url.api_url if isinstance(stack_or_url, Stack) else stack_or_url
+    response = httpx.request(method, f"{url}{path}", json=body, timeout=30)
+    response.raise_for_status()
+    return response.json()
+
+
+def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "mythloop.cli", *args], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def _stop(proc: subprocess.Popen, timeout: float = 90.0) -> int | None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None
+    return proc.returncode
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> Stack:
+    state = tmp_path_factory.mktemp("deploy-state")
+    logs = state / "logs"
+    logs.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
+    env.update({"MYTHLOOP_STATE_DIR": str(state), "MYTHLOOP_TIMEZONE": "Europe/Berlin",
+                "MYTHLOOP_LLM_CONCURRENCY": str(LLM_LIMIT),
+                "PREFECT_RUNNER_POLL_FREQUENCY": "2"})  # pick up a new run within ~2 s
+    server = _start(["server"], env, logs / "server.log")
+    # Started together, no PREFECT_API_URL: serve waits for the server's server.json.
+    serve = _start(["serve", "--wait", str(STARTUP_S)], env, logs / "serve.log")
+    record = state / "server.json"
+    procs = [server, serve]
+    try:
+        info = _wait_for("mythloop server", lambda: record.exists() and json.loads(
+            record.read_text()), STARTUP_S, procs, logs)
+        _wait_for("served deployments", lambda: len(_api(
+            info["api_url"], "POST", "/deployments/filter", {})) >= 2, STARTUP_S, procs, logs)
+        stack = Stack(state, env, server, serve, info["api_url"], info["server_pid"], logs)
+        yield stack
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def _flow_run_task_runs(stack: Stack, flow_run_id: str) -> list[dict]:
+    return _api(stack, "POST", "/task_runs/filter",
+                {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+
+
+def test_deployments_listed_with_the_nightly_schedule(stack):
+    env = {**stack.env, "PREFECT_API_URL": stack.api_url}
+    listed = subprocess.run([sys.executable, "-m", "prefect", "deployment", "ls", "-o", "json"],
+                            env=env, capture_output=True, text=True, timeout=180)
+    assert listed.returncode == 0, listed.stderr
+    deployments = {d["name"]: d for d in json.loads(listed.stdout)}
+    assert {"nightly-sweep", "film"} <= set(deployments)
+    (nightly,) = deployments["nightly-sweep"]["schedules"]
+    assert nightly["active"]
+    assert nightly["schedule"]["cron"] == "0 2 * * *"
+    assert nightly["schedule"]["timezone"] == "Europe/Berlin"
+    assert deployments["film"]["schedules"] == []
+    assert deployments["film"]["parameters"]["request"]["backend"] == "offline"
+
+
+def test_serve_rejects_a_bad_cron_in_one_line(stack):
+    bad = subprocess.run([sys.executable, "-m", "mythloop.cli", "serve", "--cron", "61 2 * * *"],
+                         env=stack.env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: ") and "61 2 * * *" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_serve_created_the_llm_concurrency_limit(stack):
+    limit = _api(stack, "GET", "/concurrency_limits/tag/llm")
+    assert limit["concurrency_limit"] == LLM_LIMIT
+
+
+def test_film_started_like_the_run_form_completes_every_step(stack):
+    (deployment,) = _api(stack, "POST", "/deployments/filter",
+                         {"deployments": {"name": {"any_": ["film"]}}})
+    # The UI's Run form posts exactly this: the deployment's create_flow_run.
+    run = _api(stack, "POST", f"/deployments/{deployment['id']}/create_flow_run", {
+        "parameters": {"request": {"prompt": "the heat equation", "backend": "offline",
+                                   "render": True, "quality": "l", "max_repairs": 1}}})
+    stack.film_run_id = run["id"]
+
+    def finished():
+        state = _api(stack, "GET", f"/flow_runs/{run['id']}")["state"]
+        return state if state["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"} \
+            else None
+
+    state = _wait_for("the served film run", finished, 600, [stack.server, stack.serve],
+                      stack.logs)
+    assert state["type"] == "COMPLETED", f"{state}\n{_tails(stack.logs)}"
+    tasks = {}
+    _wait_for("task run states", lambda: tasks.update(
+        {t["name"]: t["state"]["type"] for t in _flow_run_task_runs(stack, run["id"])})
+        or all(tasks.get(step) == "COMPLETED" for step in FILM_STEPS), 60,
+        [stack.server], stack.logs)
+    assert [step for step in FILM_STEPS if tasks.get(step) != "COMPLETED"] == []
+    assert not [name for name in tasks if name.startswith("repair")]  # offline scene renders
+    (manifest,) = (stack.state / "runs" / "mythos").glob("*/manifest.json")
+    film = json.loads(manifest.read_text())
+    assert film["prefect_flow_run_id"] == run["id"]
+    video = Path(film["video_path"])
+    assert video.suffix == ".mp4" and video.stat().st_size > 10_000
+    artifacts = _api(stack, "POST", "/artifacts/filter",
+                     {"artifacts": {"flow_run_id": {"any_": [run["id"]]}}})
+    summary = [a for a in artifacts if a["type"] == "markdown"]
+    assert summary and str(video) in summary[0]["data"]
+
+
+def test_the_ui_shows_the_film_steps(stack, repo_root):
+    chromium = find_chromium()
+    if chromium is None:
+        message = "Debian's chromium is not installed (make setup installs it)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    assert stack.film_run_id, "needs the film run of the previous test"
+    ui = stack.api_url.rsplit("/api", 1)[0]
+    page = f"{ui}/v2/runs/flow-run/{stack.film_run_id}?tab=TaskRuns"
+    shot = repo_root / "tests" / "artifacts" / "film-run-task-runs.png"
+    text = ""
+    for budget in (15_000, 30_000, 60_000):  # retry while the UI loads on a busy machine
+        text = visible_text(chromium_render(chromium, page, screenshot=shot, budget_ms=budget))
+        if all(step in text for step in FILM_STEPS) and "9 Completed" in text:
+            break
+    missing = [step for step in FILM_STEPS if step not in text]
+    assert not missing, f"the rendered page lacks {missing}; it shows: {text[:1500]}"
+    assert "9 Completed" in text  # the task-runs tab's state summary
+    assert "film-the-heat-equation" in text
+    assert shot.stat().st_size > 20_000  # the screenshot of that same render
+
+
+def test_the_film_form_renders_its_fields(stack):
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    (deployment,) = _api(stack, "POST", "/deployments/filter",
+                         {"deployments": {"name": {"any_": ["film"]}}})
+    page = f"{stack.api_url.rsplit('/api', 1)[0]}/v2/deployments/deployment/{deployment['id']}/run"
+    wanted = ["Prompt", "Render", "Quality", "Backend", "Max Repairs",
+              "How many times a failed render may be repaired."]
+    text = ""
+    for budget in (15_000, 30_000):
+        text = visible_text(chromium_render(chromium, page, budget_ms=budget))
+        if all(word in text for word in wanted):
+            break
+    assert [word for word in wanted if word not in text] == [], text[:1500]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _processes_with_state(state: Path) -> list[int]:
+    """Processes whose environment names this test's state folder (server, serve, flow runs)."""
+    marker = f"MYTHLOOP_STATE_DIR={state}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_stops_serve_and_server_without_leftovers(stack):
+    port = int(stack.api_url.rsplit(":", 1)[1].split("/")[0])
+    assert _stop(stack.serve) == 0, _tails(stack.logs)
+    assert _stop(stack.server) == 0, _tails(stack.logs)
+    assert not (stack.state / "server.json").exists()
+    assert "Prefect server stopped." in (stack.logs / "server.log").read_text()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (_group_alive(stack.server_pid)
+                                           or _processes_with_state(stack.state)):
+        time.sleep(0.5)
+    assert not _group_alive(stack.server_pid)
+    assert _processes_with_state(stack.state) == []
+    with socket.socket() as probe, pytest.raises(OSError):
+        probe.settimeout(2)
+        probe.connect(("127.0.0.1", port))
