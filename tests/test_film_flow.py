@@ -166,3 +166,31 @@ def test_auth_failure_never_falls_back_and_says_how_to_log_in(tmp_path, monkeypa
     with pytest.raises(Exception, match="(?i)log ?in"):
         state.result()
     assert "model_fallbacks" not in _manifest(_only_run_dir(runs))
+
+
+@pytest.mark.slow
+def test_replayed_heat_equation_film_repairs_once_and_plays_30s(tmp_path):
+    """The recorded codegen carries a real Manim error; the recorded repair fixes it."""
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(app, ["film", "the heat equation", "--backend", "replay",
+                                      "--render", "-q", "l", "--runs-dir", str(runs)])
+    assert result.exit_code == 0, result.output
+    run_dir = _only_run_dir(runs)
+    assert f"run dir: {run_dir}" in result.output
+    manifest = _manifest(run_dir)
+    video = Path(manifest["video_path"])
+    assert f"video:   {video}" in result.output
+    duration = float(subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+         str(video)], capture_output=True, text=True, check=True).stdout)
+    assert duration >= 30.0
+    assert len(manifest["repairs"]) == 1
+    assert [r["kind"] for r in manifest["renders"]] == ["scene_error", "ok"]
+    assert manifest["replay"] is True and manifest["model"].startswith("replay")
+    # every stage says it answered from a recording, not a live model
+    assert all(stage["model"].startswith("replay:") for stage in manifest["stages"]
+               if stage["stage"] in STAGE_NAMES)
