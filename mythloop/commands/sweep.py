@@ -39,6 +39,10 @@ def sweep(
     results_dir: Path | None = typer.Option(
         None, help="Where results go (default: .mythloop/results/<UTC stamp>). "
                    "Rerunning on the same dir resumes."),
+    shard_deployment: str | None = typer.Option(
+        None, help="Fan out: run each condition x replicate as a flow run of this deployment "
+                   "(e.g. condition-run/condition-run) on a work pool's workers; see "
+                   "docs/scaling.md. Default: in this process."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Run sweep conditions x replicates x rounds of measure -> learn, then the analysis.
@@ -57,7 +61,8 @@ def sweep(
         judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
                                    model=model),
         pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
-        seed=seed, results_dir=results_dir)
+        seed=seed, results_dir=results_dir.resolve() if results_dir else None,
+        shard_deployment=shard_deployment)
     for path, what in ((config.resolved_pool(), "--pool"),
                        (config.resolved_prompts_file(), "--prompts")):
         if not path.exists():

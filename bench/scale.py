@@ -1,0 +1,169 @@
+"""Benchmark: scale-out on this machine.
+
+1. The sharded sweep (2 conditions x 2 replicates x 2 rounds, simulated judge) on a
+   PostgreSQL-backed Prefect server with 1 worker, then 2 workers (each worker runs one
+   shard at a time, as one host would): wall time of the parent sweep and the ratio.
+   A one-shard warm-up sweep fills the embedding cache first, so neither run pays for it.
+2. A burst of 1000 task runs (one flow submitting 1000 trivial tasks) against the SQLite
+   server, then the PostgreSQL server: seconds from the flow's start until the client is
+   done, and until the API counts all 1000 task runs COMPLETED (bounded: --burst-timeout).
+
+    python bench/scale.py [--tasks 1000] [--skip-sweep] [--skip-burst] [--json FILE]
+
+Writes bench/scale.json (the bench driver folds it into bench/RESULTS.md); run() returns it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for _path in (str(REPO), str(REPO / "bench")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from common import loadavg, machine_info, write_json_atomic  # noqa: E402
+
+from mythloop.scale import api  # noqa: E402
+from mythloop.scale.demo import run_sharded_sweep  # noqa: E402
+from mythloop.scale.procs import stop_process  # noqa: E402
+from mythloop.scale.stack import ScaleStack  # noqa: E402
+
+OUT = REPO / "bench" / "scale.json"
+
+
+def sweep_scaling(timeout: float = 1800.0) -> dict:
+    """Wall time of the same sharded sweep with 1 and with 2 workers, on one stack."""
+    stack = ScaleStack(workers=1)
+    try:
+        stack.start()
+        warm = run_sharded_sweep(stack, stack.root / "warmup", rounds=1, replicates=1,
+                                 conditions=("c0",), timeout=timeout)
+        runs = {}
+        for workers in (1, 2):
+            if workers == 2:
+                stack.add_workers(1)
+                stack.workers = 2
+            run = run_sharded_sweep(stack, stack.root / f"sweep-{workers}w", timeout=timeout)
+            runs[workers] = {"wall_s": run["wall_s"], "problems": run["problems"],
+                             "shards_per_worker": _per_worker(run["facts"]),
+                             "loadavg_after": loadavg()}
+        return {"workers_1": runs[1], "workers_2": runs[2],
+                "speedup_2_over_1": round(runs[1]["wall_s"] / runs[2]["wall_s"], 2),
+                "warmup_wall_s": warm["wall_s"], "stack_start_s": stack.timings,
+                "shape": "2 conditions x 2 replicates x 2 rounds, simulated judge, "
+                         "worker limit 1 flow run"}
+    finally:
+        stack.stop()
+
+
+def _per_worker(facts: list[dict]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for fact in facts:
+        counts[str(fact["worker"])] = counts.get(str(fact["worker"]), 0) + 1
+    return counts
+
+
+def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
+    """Start the burst flow against a fresh server; time until the API shows all completed."""
+    stack = ScaleStack(workers=0, database=database)
+    try:
+        stack.start()
+        id_file, out = stack.root / "burst-id.json", stack.root / "burst.json"
+        proc = stack.spawn("burst", [sys.executable, "-m", "mythloop.scale.driver", "burst",
+                                      "--tasks", str(n_tasks), "--id-file", str(id_file),
+                                      "--out", str(out)], stack.client_env(), cwd=REPO)
+        started = time.monotonic()
+        while not id_file.exists():  # the flow has begun: the clock starts here
+            if proc.poll() is not None or time.monotonic() - started > 120:
+                raise RuntimeError(f"the burst flow did not start; its log ends:\n"
+                                   f"{stack.log('burst')}")
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        flow_run_id = json.loads(id_file.read_text())["flow_run_id"]
+        client_done = api_done = None
+        completed = 0
+        while time.monotonic() - t0 < timeout:
+            if client_done is None and proc.poll() is not None:
+                client_done = time.monotonic() - t0
+            try:
+                completed = api.task_run_count(stack.api_url, flow_run_id, "COMPLETED")
+            except (api.ApiError, OSError):  # a 503 from a busy server counts as "not yet"
+                pass
+            if completed >= n_tasks:
+                api_done = time.monotonic() - t0
+                break
+            time.sleep(0.5)
+        if proc.poll() is None:
+            stop_process(proc, grace=5.0)
+        return {"database": database, "tasks": n_tasks,
+                "client_done_s": _round(client_done), "api_all_completed_s": _round(api_done),
+                "completed_seen": completed, "timed_out": api_done is None,
+                "client_exit": proc.returncode,
+                "loadavg_after": loadavg()}
+    finally:
+        stack.stop()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
+        burst: bool = True, json_path: Path | None = OUT) -> dict:
+    """Both measurements; also written to json_path."""
+    result: dict = {"bench": "scale", "machine": machine_info()}
+    if sweep:
+        result["sharded_sweep"] = sweep_scaling()
+    if burst:
+        result["task_burst"] = {db: task_burst(db, tasks, burst_timeout)
+                                for db in ("sqlite", "postgres")}
+    if json_path:
+        write_json_atomic(json_path, result)
+    return result
+
+
+def print_table(result: dict) -> None:
+    machine = result["machine"]
+    print(f"machine: {machine['cpu']}, {machine['cores_usable']} cores, "
+          f"{machine['memory_gb']:.0f} GB, load {machine['loadavg']} at start")
+    sweep = result.get("sharded_sweep")
+    if sweep:
+        print("\nsharded sweep (" + sweep["shape"] + ")")
+        print(f"{'workers':>8} {'wall s':>8}  shards per worker")
+        for n in (1, 2):
+            row = sweep[f"workers_{n}"]
+            print(f"{n:>8} {row['wall_s']:>8}  {row['shards_per_worker']}"
+                  + (f"  PROBLEMS: {row['problems']}" if row["problems"] else ""))
+        print(f"speed-up with 2 workers: {sweep['speedup_2_over_1']}x")
+    for name, row in (result.get("task_burst") or {}).items():
+        if name == next(iter(result["task_burst"])):
+            print(f"\nburst of task runs\n{'server':>10} {'tasks':>6} {'client s':>9} "
+                  f"{'API all completed s':>20} {'client exit':>11}")
+        api_s = row["api_all_completed_s"] if not row["timed_out"] else (
+            f"> timeout ({row['completed_seen']} seen)")
+        print(f"{name:>10} {row['tasks']:>6} {str(row['client_done_s']):>9} {str(api_s):>20} "
+              f"{str(row['client_exit']):>11}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--burst-timeout", type=float, default=300.0)
+    parser.add_argument("--skip-sweep", action="store_true")
+    parser.add_argument("--skip-burst", action="store_true")
+    parser.add_argument("--json", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    result = run(args.tasks, args.burst_timeout, not args.skip_sweep, not args.skip_burst,
+                 args.json)
+    print_table(result)
+    print(f"\nfigures: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

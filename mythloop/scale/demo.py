@@ -1,0 +1,160 @@
+"""`make scale-demo`: a sharded sweep on PostgreSQL-backed Prefect with two workers, checked.
+
+    python -m mythloop.scale.demo [--workers 2] [--rounds 2] [--replicates 2] [--keep]
+
+Starts PostgreSQL, a Prefect server on it, the `mythloop` process work pool and the workers;
+deploys condition-run; runs the parent sweep (2 conditions x 2 replicates x 2 rounds, simulated
+judge) whose shards the workers take; checks every shard ran as a deployment flow run on a
+worker and the report covers all of them; stops everything. Exit 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mythloop.scale import api
+from mythloop.scale.driver import SHARD_DEPLOYMENT
+from mythloop.scale.shards import shard_plan
+from mythloop.scale.stack import POOL, ScaleStack
+from mythloop.sweep import SweepConfig
+
+__all__ = ["demo_config", "shard_facts", "check_sharded_sweep", "run_sharded_sweep", "main"]
+
+
+def demo_config(results_dir: Path, rounds: int = 2, replicates: int = 2,
+                conditions: tuple[str, ...] = ("c0", "c3"),
+                shard_timeout: float = 1200.0) -> SweepConfig:
+    """The demo's sweep: simulated judge, fanned out to the condition-run deployment."""
+    return SweepConfig(conditions=list(conditions), rounds=rounds, replicates=replicates,
+                       judge="simulated", results_dir=results_dir.resolve(),
+                       shard_deployment=SHARD_DEPLOYMENT, shard_timeout=shard_timeout)
+
+
+def shard_facts(stack: ScaleStack, deployment_id: str, settle_s: float = 30.0) -> list[dict]:
+    """One row per shard flow run: name, state, worker, pid, and the flow run it belongs to."""
+    deadline = time.monotonic() + settle_s
+    while True:  # worker events reach the API a moment after the runs end
+        runs = api.flow_runs(stack.api_url, deployment_id=deployment_id)
+        taken = api.submitted_by(stack.api_url)
+        if all(run["id"] in taken for run in runs) or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    rows = []
+    for run in sorted(runs, key=lambda r: r["name"]):
+        parent_task = (api.call(stack.api_url, f"/task_runs/{run['parent_task_run_id']}")
+                       if run.get("parent_task_run_id") else None)
+        rows.append({"name": run["name"], "flow_run_id": run["id"], "state": run["state_type"],
+                     "work_pool": run.get("work_pool_name"), "worker": taken.get(run["id"]),
+                     "pid": run.get("infrastructure_pid"),
+                     "parent_flow_run_id": parent_task["flow_run_id"] if parent_task else None})
+    return rows
+
+
+def check_sharded_sweep(stack: ScaleStack, config: SweepConfig, result: dict,
+                        facts: list[dict]) -> list[str]:
+    """What is wrong with a finished sharded sweep (empty when all is well)."""
+    problems = []
+    expected = sorted(f"{c}-rep{r}" for c, r in shard_plan(config))
+    if sorted(f["name"] for f in facts) != expected:
+        problems.append(f"shard flow runs {sorted(f['name'] for f in facts)} != {expected}")
+    parents = {f["parent_flow_run_id"] for f in facts}
+    parent_pid = str(stack.driver_pids.get("parent"))
+    for fact in facts:
+        if fact["state"] != "COMPLETED":
+            problems.append(f"{fact['name']} ended {fact['state']}")
+        if fact["work_pool"] != POOL or not fact["worker"]:
+            problems.append(f"{fact['name']} was not taken by a worker of pool {POOL}: {fact}")
+        if not fact["pid"] or str(fact["pid"]).rsplit(":", 1)[-1] == parent_pid:
+            problems.append(f"{fact['name']} did not run in a process of its own: {fact}")
+    if len(parents) != 1 or None in parents:
+        problems.append(f"shards are not subflows of one parent sweep: {sorted(map(str, parents))}")
+    workers = {f["worker"] for f in facts}
+    if stack.workers >= 2 and stack.worker_limit == 1 and len(workers) < 2:
+        problems.append(f"only {workers} took shards; every worker should have taken one")
+    if len({f["pid"] for f in facts}) != len(facts):
+        problems.append("two shards report the same process")
+    results_dir = Path(result["results_dir"])
+    try:
+        metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [*problems, f"no readable metrics.json in {results_dir}: {exc}"]
+    want = {c: list(range(1, config.replicates + 1)) for c in config.conditions}
+    if metrics.get("replicates") != want:
+        problems.append(f"metrics cover replicates {metrics.get('replicates')}, expected {want}")
+    if metrics.get("rounds") != list(range(config.rounds)):
+        problems.append(f"metrics cover rounds {metrics.get('rounds')}")
+    report = (results_dir / "report.md").read_text(encoding="utf-8")
+    for cond in config.conditions:
+        if f"{cond}: {', '.join(map(str, want[cond]))}" not in report:
+            problems.append(f"report.md does not list {cond} with replicates {want[cond]}")
+    return problems
+
+
+def run_sharded_sweep(stack: ScaleStack, results_dir: Path, *, rounds: int = 2,
+                      replicates: int = 2, conditions: tuple[str, ...] = ("c0", "c3"),
+                      timeout: float = 1500.0) -> dict:
+    """Deploy (once per stack), run one sharded sweep; its shard facts, checks and wall time."""
+    ids = stack.deployment_ids or stack.deploy()
+    shard_id = ids[SHARD_DEPLOYMENT]
+    before = {run["id"] for run in api.flow_runs(stack.api_url, deployment_id=shard_id)}
+    config = demo_config(results_dir, rounds, replicates, conditions, shard_timeout=timeout - 60)
+    started = time.monotonic()
+    result = stack.run_sweep(config, timeout=timeout)
+    wall = time.monotonic() - started
+    facts = [f for f in shard_facts(stack, shard_id) if f["flow_run_id"] not in before]
+    return {"config": config, "result": result, "facts": facts, "wall_s": round(wall, 1),
+            "problems": check_sharded_sweep(stack, config, result, facts)}
+
+
+def _print_facts(facts: list[dict]) -> None:
+    print(f"{'shard':10} {'state':10} {'worker':10} {'pid':>8}  flow run")
+    for f in facts:
+        print(f"{f['name']:10} {f['state']:10} {str(f['worker']):10} {str(f['pid']):>8}  "
+              f"{f['flow_run_id']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mythloop.scale.demo",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--replicates", type=int, default=2)
+    parser.add_argument("--results-dir", type=Path, default=None,
+                        help="default: <state>/results/scale-demo-<UTC stamp>")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's logs folder")
+    args = parser.parse_args(argv)
+    from mythloop.settings import get_settings
+
+    results_dir = (args.results_dir or get_settings().resolved_results_dir
+                   / f"scale-demo-{datetime.now(UTC):%Y%m%dT%H%M%SZ}").resolve()
+    started = time.monotonic()
+    stack = ScaleStack(workers=args.workers, keep_root=args.keep)
+    try:
+        print(f"[scale] starting PostgreSQL, a Prefect server and {args.workers} workers ...",
+              flush=True)
+        stack.start()
+        print(f"[scale] {stack.postgres.describe()}; API {stack.api_url}; "
+              f"started in {sum(stack.timings.values()):.0f} s", flush=True)
+        run = run_sharded_sweep(stack, results_dir, rounds=args.rounds,
+                                replicates=args.replicates)
+        _print_facts(run["facts"])
+        print(f"[scale] sweep wall {run['wall_s']} s; report: {run['result']['report']}")
+    finally:
+        print("[scale] stopping everything ...", flush=True)
+        stack.stop()
+    left = stack.leftovers()  # reached only when the sweep ran: errors propagate after stop()
+    problems = run["problems"] + ([f"left behind: {left}"] if any(left.values()) else [])
+    for problem in problems:
+        print(f"[scale] FAIL: {problem}", file=sys.stderr)
+    print(f"[scale] {'FAILED' if problems else 'ok'}: {time.monotonic() - started:.0f} s "
+          f"in all{'; logs kept in ' + str(stack.root) if args.keep else ''}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The Prefect side of the scale-out stack, run only as `python -m mythloop.scale.driver ...`.
+
+The mythloop package never imports Prefect: this module imports it inside its commands, and
+the stack runs them as child processes pointed at the stack's API (PREFECT_API_URL), so the
+process that drives the stack stays free of Prefect state.
+
+    deploy --pool P --source DIR      condition-run/condition-run and sweep/sharded-sweep -> P
+    sweep --config FILE --out FILE    the parent sweep here; its shards go to the deployment
+    burst --tasks N --out FILE        a flow submitting N trivial tasks (server load benchmark)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+SHARD_DEPLOYMENT = "condition-run/condition-run"
+SWEEP_DEPLOYMENT = "sweep/sharded-sweep"
+ENTRYPOINT = "flows/feedback_loop.py"
+
+
+def _write(path: str, data: dict) -> None:
+    out = Path(path)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(out)
+
+
+def deploy(pool: str, source: Path) -> dict:
+    """Both deployments, from the checkout at `source` (a path every worker sees)."""
+    from prefect import flow
+
+    from mythloop.sweep import SweepConfig
+
+    ids = {}
+    shard = flow.from_source(source=str(source), entrypoint=f"{ENTRYPOINT}:condition_run")
+    ids[SHARD_DEPLOYMENT] = str(shard.deploy(
+        name="condition-run", work_pool_name=pool, print_next_steps=False, build=False,
+        push=False, tags=["mythloop", "shard"],
+        description="One condition x replicate of a sweep; started by a fanned-out sweep."))
+    parent = flow.from_source(source=str(source), entrypoint=f"{ENTRYPOINT}:sweep")
+    ids[SWEEP_DEPLOYMENT] = str(parent.deploy(
+        name="sharded-sweep", work_pool_name=pool, print_next_steps=False, build=False,
+        push=False, tags=["mythloop", "sweep"],
+        parameters={"config": SweepConfig(shard_deployment=SHARD_DEPLOYMENT)
+                    .model_dump(mode="json")},
+        description="A sweep whose shards run as condition-run flow runs on the pool's "
+                    "workers; results_dir must be a path every worker sees."))
+    return ids
+
+
+def run_sweep(config_path: Path) -> dict:
+    """The parent sweep in this process (flow heartbeats off: it only waits)."""
+    from flows.feedback_loop import sweep
+    from mythloop.sweep import SweepConfig
+
+    config = SweepConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
+    return sweep(config)
+
+
+def burst(n_tasks: int, id_path: Path) -> dict:
+    """One flow that submits n trivial tasks at once and waits for them."""
+    from prefect import flow, task
+    from prefect.runtime import flow_run
+
+    @task(name="noop", persist_result=False)
+    def noop(i: int) -> int:
+        return i
+
+    @flow(name="task-burst", persist_result=False)
+    def task_burst(n: int) -> int:
+        _write(str(id_path), {"flow_run_id": str(flow_run.id)})
+        return sum(f.result() for f in [noop.submit(i) for i in range(n)])
+
+    return {"sum": task_burst(n_tasks)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mythloop.scale.driver")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("deploy")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--source", type=Path, required=True)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("sweep")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("burst")
+    p.add_argument("--tasks", type=int, required=True)
+    p.add_argument("--id-file", type=Path, required=True)
+    p.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:  # `flows` and `tasks` import from the checkout
+        sys.path.insert(0, root)
+    if args.command == "deploy":
+        result = deploy(args.pool, args.source)
+    elif args.command == "sweep":
+        result = run_sweep(args.config)
+    else:
+        result = burst(args.tasks, args.id_file)
+    _write(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

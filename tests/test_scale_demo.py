@@ -1,0 +1,83 @@
+"""The scale-out demo for real: PostgreSQL, a Prefect server on it, a process work pool and two
+workers; a sharded sweep whose shards the workers take; a shard that fails; nothing left behind.
+
+Slow (a few minutes): it starts every server itself, all on 127.0.0.1, and stops them even
+when a test fails (the fixture's finalizer, then a sweep for processes carrying the stack's tag).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mythloop.scale.demo import demo_config, run_sharded_sweep
+from mythloop.scale.procs import port_listening
+from mythloop.scale.stack import ScaleStack
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """Two workers, one flow run each at a time, on PostgreSQL; stopped at the end."""
+    stack = ScaleStack(workers=2, worker_limit=1,
+                       root=tmp_path_factory.mktemp("scale") / "stack")
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
+        left = stack.leftovers()
+        assert left == {"pids": [], "ports": [], "dirs": []}, f"the stack left {left} behind"
+
+
+def test_sharded_sweep_runs_each_shard_on_a_worker(stack, tmp_path):
+    assert stack.postgres is not None and "postgresql+asyncpg://" in stack.postgres.url
+    run = run_sharded_sweep(stack, tmp_path / "results", rounds=2, replicates=2)
+    assert run["problems"] == []
+    facts = run["facts"]
+    assert sorted(f["name"] for f in facts) == ["c0-rep1", "c0-rep2", "c3-rep1", "c3-rep2"]
+    assert {f["state"] for f in facts} == {"COMPLETED"}
+    assert {f["worker"] for f in facts} == {"worker-1", "worker-2"}
+    # The parent ran in its own process; each shard in another, started by a worker.
+    assert str(stack.driver_pids["parent"]) not in {str(f["pid"]) for f in facts}
+    result = run["result"]
+    assert [(s["condition"], s["replicate"], s["completed_rounds"]) for s in result["shards"]] \
+        == [("c0", 1, [0, 1]), ("c3", 1, [0, 1]), ("c0", 2, [0, 1]), ("c3", 2, [0, 1])]
+    results = tmp_path / "results"
+    metrics = json.loads((results / "metrics.json").read_text())
+    assert metrics["replicates"] == {"c0": [1, 2], "c3": [1, 2]}
+    assert metrics["rounds"] == [0, 1]
+    for shard in ("c0-rep1", "c0-rep2", "c3-rep1", "c3-rep2"):
+        rows = (results / shard / "round_1.jsonl").read_text().splitlines()
+        assert rows and json.loads(rows[0])["cond"] == shard[:2]
+
+
+def test_a_failed_shard_fails_the_sweep_naming_it(stack, tmp_path):
+    if not stack.deployment_ids:  # this test run alone
+        stack.deploy()
+    results = tmp_path / "results"
+    results.mkdir()
+    # Storage trouble for exactly one shard: its sandbox path is taken by a file.
+    (results / "c3-rep1").write_text("not a folder\n")
+    with pytest.raises(RuntimeError) as failure:
+        stack.run_sweep(demo_config(results, rounds=1, replicates=1, shard_timeout=900),
+                        timeout=960)
+    message = str(failure.value)
+    line = next((ln for ln in message.splitlines()
+                 if ln.startswith("RuntimeError:") and "did not complete" in ln), message)
+    assert "1 of 2 shards did not complete: c3-rep1" in line
+    assert "c0-rep1" not in line
+    assert json.loads((results / "c0-rep1" / "progress.json").read_text())[
+        "completed_rounds"] == [0]  # the other shard's work is kept
+    assert not (results / "report.md").exists()  # no analysis of a partial sweep
+
+
+def test_stopping_the_stack_leaves_no_process_or_port(stack):
+    """Runs last in this module: stop the shared stack and look for anything left."""
+    ports = stack.ports()
+    assert len(stack.leftovers()["pids"]) >= 4  # postgres, server, two workers at least
+    stack.stop()
+    assert stack.leftovers() == {"pids": [], "ports": [], "dirs": []}
+    assert not any(port_listening("127.0.0.1", p) for p in ports)
