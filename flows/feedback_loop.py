@@ -24,6 +24,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.utilities.annotations import quote
 
 import mythloop
 from mythloop.settings import get_settings
@@ -90,10 +91,10 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                 _say(f"[sweep] {run.name} round {round_idx}: already complete, skipped")
                 continue
             run.prepare_round(round_idx)
-            measured = measure_round(run, round_idx)
+            measured = measure_round(quote(run), round_idx)
             for prompt in run.learning_order:
                 catalog = measured["catalogs"][prompt.id]
-                state = turn(run, prompt, round_idx, catalog, contract, return_state=True)
+                state = turn(quote(run), prompt, round_idx, catalog, contract, return_state=True)
                 if state.is_completed():
                     row = state.result()
                 else:

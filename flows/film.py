@@ -17,6 +17,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 from prefect.runtime import flow_run
+from prefect.utilities.annotations import quote
 
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.request import FilmRequest
@@ -92,7 +93,7 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
         task = steps.run_stage.with_options(
             name=spec.slug, task_run_name=spec.slug, refresh_cache=request.fresh,
             timeout_seconds=session.timeout + 60)
-        state = task(session, spec.slug, artifact, basis, return_state=True)
+        state = task(quote(session), spec.slug, artifact, basis, return_state=True)
         outcome = state.result()  # a failed stage raises here, with its own message
         task_run_id, cached = _state_meta(state)
         artifact = session.record_stage(spec.slug, outcome, task_run_id=task_run_id,
@@ -104,7 +105,7 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     basis = cache_basis("codegen", dossier, request)
     state = steps.codegen.with_options(task_run_name="codegen", refresh_cache=request.fresh,
                                        timeout_seconds=session.timeout + 60)(
-        session, dossier, basis, return_state=True)
+        quote(session), dossier, basis, return_state=True)
     generated = state.result()
     task_run_id, cached = _state_meta(state)
     if cached:
@@ -178,7 +179,7 @@ def _render_and_repair(session: FilmSession, request: FilmRequest, progress: _Pr
         attempt += 1
         repaired = steps.repair.with_options(
             name=f"repair-{attempt}", task_run_name=f"repair-{attempt}",
-            timeout_seconds=session.timeout + 60)(session, attempt, code, failure)
+            timeout_seconds=session.timeout + 60)(quote(session), attempt, code, failure)
         code, scene_name = repaired["code"], repaired["scene_name"] or scene_name
         scene_path = session.write_scene(code, f"repair{attempt}")
         manifest.append("repairs", {"attempt": attempt, "seconds": repaired["seconds"],

@@ -48,7 +48,9 @@ def mythloop_task(
 ) -> Callable[[Callable], Task]:
     """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`)."""
     settings = get_settings()
-    all_tags = {"mythloop", *tags}
+    # Tags cost an API round trip per task run (concurrency-limit lookup), so only model
+    # calls carry one: `llm`, which `mythloop serve` caps with a global limit.
+    all_tags = set(tags)
     if llm:
         all_tags.add(LLM_TAG)
     if "cache_key_fn" not in options:  # a key function is its own cache policy

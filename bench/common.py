@@ -1,0 +1,286 @@
+"""Shared helpers of the benchmarks: timing statistics, peak memory, child processes, machine info.
+
+Every figure is reported as min / median / max over repeated runs. Peak memory is
+the resident set size (RSS): of this process from `resource.getrusage`, or of a
+whole process tree (a CLI run plus its Prefect server) sampled from /proc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pydantic",
+            "pyinstrument", "mythloop")
+
+__all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
+           "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path"]
+
+
+def stats(values: list[float]) -> dict:
+    """min / median / max / n of a list of numbers (empty -> n 0)."""
+    if not values:
+        return {"min": None, "median": None, "max": None, "n": 0}
+    return {"min": min(values), "median": statistics.median(values), "max": max(values),
+            "n": len(values)}
+
+
+def ratio_stats(numer: list[float], denom: list[float]) -> dict:
+    """Ratio of two timed series: median/median, plus the best and worst pairing."""
+    if not numer or not denom:
+        return {"median": None, "min": None, "max": None}
+    return {"median": statistics.median(numer) / statistics.median(denom),
+            "min": min(numer) / max(denom), "max": max(numer) / min(denom)}
+
+
+def timed(fn: Callable[[], object], repeats: int, warmup: int = 0) -> tuple[list[float], object]:
+    """Seconds per call over `repeats` calls after `warmup` untimed calls; also the last result."""
+    result = None
+    for _ in range(warmup):
+        result = fn()
+    seconds = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        seconds.append(time.perf_counter() - t0)
+    return seconds, result
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS of this process so far, in MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # the command name may hold spaces; the parent pid follows the closing paren
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tree_rss_mb(root: int) -> float:
+    """Current RSS of ROOT and all its descendants together, in MiB."""
+    kids, total, todo = _children_map(), 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += _rss_kb(pid)
+        todo.extend(kids.get(pid, []))
+    return total / 1024
+
+
+class TreeSampler:
+    """Samples the summed RSS of a process tree in a thread; `peak_mb` is the highest seen."""
+
+    def __init__(self, root: int, interval: float = 0.25) -> None:
+        self.root, self.interval, self.peak_mb = root, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.root))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _marked(token: str) -> list[int]:
+    """Pids whose environment carries MYTHLOOP_BENCH_CHILD=<token>."""
+    needle, found = f"MYTHLOOP_BENCH_CHILD={token}".encode(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if needle in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def reap_escaped(token: str) -> int:
+    """Stop processes a child left behind in other sessions (database, workers): TERM, then KILL."""
+    pids = _marked(token)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = _marked(token)
+        if not pids:
+            break
+    return len(pids)
+
+
+def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+              timeout: float = 600, log: Path | None = None) -> dict:
+    """Run CMD in its own session; wall seconds, return code, peak tree RSS and own max RSS.
+
+    Killed with its process group at TIMEOUT; anything it started that left the group
+    (found by an environment marker) is stopped when it ends. Output goes to LOG (or is
+    dropped); the last 2000 characters come back as `tail`.
+    """
+    token = uuid.uuid4().hex
+    env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
+    out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    timed_out = False
+    with TreeSampler(proc.pid) as sampler:
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                os.killpg(proc.pid, 9)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    left = reap_escaped(token)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if log:
+        out.close()
+    tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log else ""
+    return {"wall_s": wall, "returncode": proc.returncode, "timed_out": timed_out,
+            "peak_tree_rss_mb": sampler.peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
+            "tail": tail, "left_running": left}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _mem_total_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, timeout=10,
+                             capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, timeout=10,
+                               capture_output=True, text=True).stdout.strip()
+        return out.stdout.strip() + (" (+ uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def machine_info() -> dict:
+    """CPU model, cores, memory, OS, Python, package versions, UTC date, load, git commit."""
+    return {
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "memory_gb": _mem_total_gb(),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "packages": {name: _version(name) for name in PACKAGES},
+        "loadavg": loadavg(),
+        "git": _git_commit(),
+    }
+
+
+def loadavg() -> list[float]:
+    """The 1, 5 and 15 minute load averages (how busy the shared machine was)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def bench_env(state_dir: Path) -> dict[str, str]:
+    """Environment for a bench child: its own state and Prefect home, offline models, quiet logs."""
+    env = dict(os.environ)
+    for name in ("PREFECT_API_URL", "PREFECT_API_KEY"):
+        env.pop(name, None)
+    env.update({
+        "MYTHLOOP_STATE_DIR": str(state_dir),
+        "PREFECT_HOME": str(state_dir / "prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL": "WARNING",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
+                                       env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    })
+    return env
+
+
+def repo_on_path() -> None:
+    """Make the top-level `flows`, `tasks` and bench modules importable from a checkout."""
+    for path in (str(REPO), str(REPO / "bench")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write JSON to PATH via a temp file and os.replace (never half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, path)

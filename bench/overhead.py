@@ -1,0 +1,144 @@
+"""Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
+
+Each variant runs N sequential calls of a trivial task inside one flow; the figure is
+the loop's wall time / N (flow creation excluded). Besides the two headline variants,
+a breakdown isolates what the project's defaults cost:
+
+- `mythloop`: `tasks/common.py: mythloop_task` (retry condition, `mythloop` tag, JSON
+  results persisted, no cache) -- the project's defaults;
+- `mythloop, no tags`: the same without tags (a tagged task asks the API for
+  concurrency slots on every run, even with no limit defined);
+- `mythloop, no persist`: the same without persisted results;
+- `bare + sweep-sized arg` / `... quote()`: a bare task handed the sweep's ConditionRun
+  object (catalog of 80 skills, prompts, store...), plainly and wrapped in
+  `prefect.utilities.annotations.quote` (Prefect walks every plain parameter twice per call).
+
+    python bench/overhead.py            # N=200, 3 repeats of the headline pair
+    python bench/overhead.py -n 20 --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import bench_env, loadavg, ratio_stats, repo_on_path, stats  # noqa: E402
+
+
+def _tasks() -> dict:
+    """The task variants (built lazily: importing Prefect is slow)."""
+    from prefect import task
+
+    from tasks.common import mythloop_task
+
+    @task(name="bench-bare")
+    def bare(i: int, payload: object = None) -> int:
+        return i
+
+    @mythloop_task(name="bench-mythloop")
+    def mythloop(i: int) -> int:
+        return i
+
+    return {"bare": bare, "mythloop": mythloop,
+            "mythloop_no_tags": mythloop.with_options(tags=set()),
+            "mythloop_no_persist": mythloop.with_options(persist_result=False)}
+
+
+def _condition_run(workdir: Path):
+    """A realistic heavy task argument: the sweep's ConditionRun, opened (store, router)."""
+    from flows.feedback_loop import _catalog, _embedder
+    from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
+
+    config = SweepConfig(results_dir=workdir, rounds=1)
+    prompts, seed = load_prompts(config.resolved_prompts_file())
+    run = ConditionRun(config=config, cond="c3", replicate=1, results_dir=workdir,
+                       catalog=_catalog(config.resolved_pool()), prompts=prompts,
+                       base_seed=seed, embedder=_embedder(None))
+    run.open()
+    return run
+
+
+def measure(variants: list[str], n: int, payload: object = None) -> dict[str, float]:
+    """Seconds for N sequential calls of each variant, each inside one flow run."""
+    from prefect import flow
+    from prefect.utilities.annotations import quote
+
+    tasks = _tasks()
+
+    @flow(name="bench-overhead")
+    def loop(variant: str, n: int) -> float:
+        fn = tasks["bare" if variant.startswith("bare") else variant]
+        arg = {"bare_payload": payload, "bare_payload_quoted": quote(payload)}.get(variant)
+        t0 = time.perf_counter()
+        for i in range(n):
+            fn(i, arg) if arg is not None else fn(i)
+        return time.perf_counter() - t0
+
+    return {v: loop(v, n) for v in variants}
+
+
+def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int | None = None,
+        start_server: bool = True) -> dict:
+    """All figures as a dict (for `bench/run_all.py`)."""
+    repo_on_path()
+    from sweep import prefect_server
+
+    load_before = loadavg()
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ovh-")))
+        server = stack.enter_context(prefect_server(start_server))
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        measure(["bare", "mythloop"], 5)  # warm-up: first task runs register definitions
+        pair: dict[str, list[float]] = {"bare": [], "mythloop": []}
+        for _ in range(repeats):
+            for name, seconds in measure(["bare", "mythloop"], n).items():
+                pair[name].append(seconds / n * 1e3)
+        extra: dict[str, dict] = {}
+        if breakdown:
+            bn = breakdown_n or max(1, n // 2)
+            payload = _condition_run(workdir)
+            names = ["mythloop_no_tags", "mythloop_no_persist", "bare_payload",
+                     "bare_payload_quoted"]
+            for name, seconds in measure(names, bn, payload).items():
+                extra[name] = {"per_task_ms": seconds / bn * 1e3, "n": bn}
+            payload.close()
+    bare_ms, ml_ms = pair["bare"], pair["mythloop"]
+    return {
+        "n": n, "repeats": repeats,
+        "bare_ms": stats(bare_ms), "mythloop_ms": stats(ml_ms),
+        "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
+        "extra_ms_per_task": (stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)])),
+        "breakdown": extra, "prefect_startup_s": server["startup_s"],
+        "load_before": load_before, "load_after": loadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-ovh-state-") as state:
+        if "MYTHLOOP_STATE_DIR" not in os.environ:
+            os.environ.update(bench_env(Path(state)))
+        result = run(args.n, args.repeats, not args.no_breakdown)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        from common import write_json_atomic
+
+        write_json_atomic(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
+
+Parts: router (bench/router.py), scale (bench/scale.py, when present), sweep, film,
+overhead. Each runs in a child process (so its peak RSS is its own) with a shared
+bench state folder (.mythloop/bench: the embedding cache survives between runs) and
+a fresh Prefect home per run (so the first Prefect start-up is a cold one).
+A part that fails or runs out of time is reported as such; the others still run.
+
+    python bench/run_all.py                     # everything, ~10-14 minutes on 2 cores
+    python bench/run_all.py --quick             # minimal sizes, a smoke run
+    python bench/run_all.py --only sweep film   # some parts (RESULTS.md keeps the rest absent)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    REPO,
+    bench_env,
+    loadavg,
+    machine_info,
+    peak_rss_mb,
+    repo_on_path,
+    run_child,
+    write_json_atomic,
+)
+from report import render_results  # noqa: E402
+
+PARTS = ("router", "scale", "sweep", "film", "overhead")
+TIMEOUT_S = {"router": 300, "scale": 300, "sweep": 420, "film": 720, "overhead": 240}
+FULL = {
+    "router": {},
+    "scale": {"tasks": 1000, "burst_timeout": 120.0},
+    "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
+    "film": {"repeats": 2, "rerun": True},
+    "overhead": {"n": 200, "repeats": 3},
+}
+QUICK = {
+    "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
+    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
+    "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0},
+    "film": {"repeats": 1, "rerun": False},
+    "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
+}
+
+
+def run_part(name: str, kwargs: dict) -> dict:
+    """Run one part in this process; its figures plus wall time and peak RSS."""
+    repo_on_path()
+    if name == "scale" and not (REPO / "bench" / "scale.py").exists():
+        return {"absent": "bench/scale.py is not in this checkout"}
+    module = __import__(name)
+    if name == "router" and "sizes" in kwargs:
+        kwargs = {**kwargs, "sizes": tuple(kwargs["sizes"])}
+    t0 = time.perf_counter()
+    figures = module.run(**kwargs)
+    return {"figures": figures, "wall_s": time.perf_counter() - t0,
+            "peak_rss_mb": peak_rss_mb()}
+
+
+def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.0) -> dict:
+    """One part in a child process, killed at its time limit."""
+    out = workdir / f"{name}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name,
+           "--kwargs", json.dumps(kwargs), "--json", str(out)]
+    load_before = loadavg()
+    limit = TIMEOUT_S[name] * factor
+    child = run_child(cmd, env=env, cwd=REPO, timeout=limit,
+                      log=workdir / f"{name}.log")
+    result = json.loads(out.read_text()) if out.exists() else {}
+    result.update({"child_wall_s": child["wall_s"], "peak_tree_rss_mb": child["peak_tree_rss_mb"],
+                   "load_before": load_before, "load_after": loadavg()})
+    if child["timed_out"]:
+        result["error"] = f"ran past its {limit:.0f} s limit and was stopped"
+    elif child["returncode"] != 0 or "figures" not in result and "absent" not in result:
+        result["error"] = f"exit code {child['returncode']}: {child['tail'][-1200:]}"
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="minimal sizes (a smoke run)")
+    parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
+    parser.add_argument("--timeout-factor", type=float, default=1.0,
+                        help="multiply each part's time limit (a busy machine needs more)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
+    parser.add_argument("--kwargs", default="{}", help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.part:  # child mode
+        write_json_atomic(args.json, run_part(args.part, json.loads(args.kwargs)))
+        return 0
+
+    state = REPO / ".mythloop" / "bench"
+    state.mkdir(parents=True, exist_ok=True)
+    prefect_home = Path(tempfile.mkdtemp(prefix="mythloop-bench-prefect-"))
+    env = bench_env(state)
+    env["PREFECT_HOME"] = str(prefect_home)
+    sizes = QUICK if args.quick else FULL
+    parts = [p for p in PARTS if not args.only or p in args.only]
+    machine = machine_info()
+    started = time.perf_counter()
+    results: dict[str, dict] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
+            for name in parts:
+                print(f"[bench] {name} ...", flush=True)
+                results[name] = _child(name, sizes[name], env, Path(tmp), args.timeout_factor)
+                status = results[name].get("error") or results[name].get("absent") or "done"
+                print(f"[bench] {name}: {status.splitlines()[0] if status else ''} "
+                      f"({results[name]['child_wall_s']:.0f} s, load "
+                      f"{results[name]['load_after'][0]})", flush=True)
+    finally:
+        shutil.rmtree(prefect_home, ignore_errors=True)
+    total = time.perf_counter() - started
+    previous = args.out.with_name("results.json")
+    if args.only and previous.exists():  # keep the other parts' figures from the last full run
+        old = json.loads(previous.read_text(encoding="utf-8"))
+        for name, part in old.get("parts", {}).items():
+            if name not in results:
+                results[name] = {**part, "from_run": part.get("from_run")
+                                 or old["machine"]["date_utc"]}
+    data = {"machine": machine, "quick": args.quick, "total_s": total, "parts": results,
+            "load_end": loadavg()}
+    write_json_atomic(args.out.with_name("results.json"), data)
+    text = render_results(data)
+    tmp_out = args.out.with_name(f".{args.out.name}.tmp")
+    tmp_out.write_text(text, encoding="utf-8")
+    tmp_out.replace(args.out)
+    print(f"[bench] {total / 60:.1f} min; results: {args.out}")
+    return 0 if not any("error" in r for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
+
+The seed-sized sweep: conditions c0 and c3, 6 rounds, 1 replicate, the 13 in-distribution
+and null prompts (a prompts file without the held-out rows, which are extra measurement
+rows), simulated judge (noise 0.2). One process starts a temporary Prefect server once
+(heartbeats off, as `mythloop/commands/runtime.py` does), times the start-up and a first
+flow run, then alternates plain-loop and flow runs. A fresh `mythloop sweep` process is
+then timed end to end (imports, model load, its own temporary server, the sweep, the
+analysis) with the peak RSS of its whole process tree, server included.
+
+    python bench/sweep.py                 # about 2-4 minutes on 2 cores
+    python bench/sweep.py --repeats 1 --rounds 1 --no-cli
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    REPO,
+    bench_env,
+    loadavg,
+    peak_rss_mb,
+    ratio_stats,
+    repo_on_path,
+    run_child,
+    stats,
+)
+
+TARGET_WALL_S = 60.0
+TARGET_RATIO = 1.5
+TARGET_PEAK_MB = 1.5 * 1024
+
+
+def seed_prompts_file(dst: Path) -> Path:
+    """The bundled prompts without the held-out rows: the 13 prompts of the seed's sweep."""
+    import yaml
+
+    from mythloop.data import data_path
+
+    data = yaml.safe_load(data_path("fixtures", "prompts.yaml").read_text(encoding="utf-8"))
+    keep = {k: data[k] for k in ("version", "seed", "in_distribution", "null_prompts") if k in data}
+    dst.write_text(yaml.safe_dump(keep, sort_keys=False), encoding="utf-8")
+    return dst
+
+
+def seed_config(results_dir: Path, prompts_file: Path, rounds: int = 6):
+    """SweepConfig of the seed-sized sweep (simulated judge, 1 replicate)."""
+    from mythloop.sweep import JudgeOptions, SweepConfig
+
+    return SweepConfig(conditions=["c0", "c3"], rounds=rounds, replicates=1, judge="simulated",
+                       judge_options=JudgeOptions(noise=0.2), prompts_file=prompts_file,
+                       results_dir=results_dir)
+
+
+def plain_sweep(config) -> dict:
+    """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
+    from flows.feedback_loop import (
+        _catalog,
+        _contract,
+        _embedder,
+        _is_timeout,
+        _prepare_results_dir,
+    )
+    from mythloop.analysis import analyze
+    from mythloop.sweep import ConditionRun, load_prompts
+    from mythloop.sweep.files import write_json_atomic
+
+    results_dir = _prepare_results_dir(config)
+    failed = 0
+    for replicate in range(1, config.replicates + 1):
+        for cond in config.conditions:
+            prompts, base_seed = load_prompts(config.resolved_prompts_file())
+            run = ConditionRun(config=config, cond=cond, replicate=replicate,
+                               results_dir=results_dir, catalog=_catalog(config.resolved_pool()),
+                               prompts=prompts, base_seed=config.seed if config.seed is not None
+                               else base_seed, embedder=_embedder(config.embedder))
+            run.open()
+            contract = _contract()
+            done = set(run.completed_rounds())
+            try:
+                for round_idx in range(config.rounds):
+                    if round_idx in done:
+                        continue
+                    run.prepare_round(round_idx)
+                    measured = run.measure(round_idx)
+                    for prompt in run.learning_order:
+                        catalog = measured["catalogs"][prompt.id]
+                        try:
+                            row = run.learning_turn(prompt, round_idx, catalog, contract)
+                        except Exception as exc:  # as the flow: log the turn as failed, go on
+                            failed += 1
+                            row = run.failed_turn_row(prompt, round_idx, catalog, exc,
+                                                      timed_out=_is_timeout(exc), attempts=1)
+                        run.append_turn(row)
+                    run.mark_round_complete(round_idx)
+            finally:
+                run.close()
+    meta_path = results_dir / "sweep.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["finished_utc"] = datetime.now(UTC).isoformat()
+    write_json_atomic(meta_path, meta)
+    analyze(results_dir)
+    return {"results_dir": str(results_dir), "failed_turns": failed}
+
+
+def flow_sweep(config) -> dict:
+    """The Prefect flow itself."""
+    from flows.feedback_loop import sweep
+
+    return sweep(config)
+
+
+def _metrics(results_dir: str) -> dict:
+    """The headline numbers both variants must agree on (same library calls, same seeds)."""
+    data = json.loads((Path(results_dir) / "metrics.json").read_text(encoding="utf-8"))
+    return data.get("headline") or {k: data[k] for k in sorted(data)[:3]}
+
+
+@contextlib.contextmanager
+def prefect_server(start: bool = True):
+    """A temporary Prefect server started once, heartbeats off; yields its start-up seconds.
+
+    When PREFECT_API_URL is already set (a test harness, a `mythloop server`) that API is
+    used and no start-up is measured (None).
+    """
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        temporary_settings,
+    )
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        if PREFECT_API_URL.value() or not start:
+            yield {"startup_s": None, "server_pid": None, "server": None}
+            return
+        from prefect.server.api.server import SubprocessASGIServer
+
+        t0 = time.perf_counter()
+        # The same singleton Prefect's client starts when no API URL is set.
+        server = SubprocessASGIServer()
+        server.start()
+        info = {"startup_s": time.perf_counter() - t0, "server_pid": server.server_process.pid,
+                "server": server}
+        try:
+            yield info
+        finally:
+            _drain_workers()  # send queued logs and events while the server still answers
+            info["server_peak_rss_mb"] = _vm_hwm_mb(server.server_process.pid)
+            server.stop()
+
+
+def _drain_workers() -> None:
+    """Flush Prefect's background log and event workers (best effort, 5 s each)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        try:
+            worker.drain_all(timeout=5)
+        except Exception:  # a courtesy at shutdown; never fail the benchmark over it
+            pass
+
+
+def _vm_hwm_mb(pid: int) -> float | None:
+    """Peak RSS (VmHWM) of a live process, MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def first_flow_seconds() -> float:
+    """Seconds for the first (trivial) flow run against a freshly started server."""
+    from prefect import flow
+
+    @flow(name="bench-first-flow")
+    def first() -> int:
+        return 1
+
+    t0 = time.perf_counter()
+    first()
+    return time.perf_counter() - t0
+
+
+def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
+    """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
+    exe = Path(sys.executable).parent / "mythloop"
+    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
+           ["-m", "mythloop.cli"]), "sweep", "--judge", "simulated", "--noise", "0.2",
+           "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
+           "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
+    env = bench_env(state_dir)
+    result = run_child(cmd, env=env, cwd=REPO, timeout=600, log=workdir / "cli-sweep.log")
+    if result["returncode"] != 0:
+        raise RuntimeError(f"mythloop sweep failed (rc {result['returncode']}): "
+                           f"{result['tail'][-600:]}")
+    return result
+
+
+def _note(message: str) -> None:
+    """A progress line on stderr (stdout is captured while flows run)."""
+    print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
+        workdir: Path | None = None) -> dict:
+    """All sweep figures as a dict (for `bench/run_all.py`)."""
+    repo_on_path()
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sweep-")))
+        prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
+        counter = iter(range(10**6))
+
+        def config():
+            return seed_config(workdir / f"r{next(counter)}", prompts_file, rounds)
+
+        load_before = loadavg()
+        # Untimed warm-up: model load, skill embeddings into the on-disk cache, catalog.
+        t0 = time.perf_counter()
+        warm = plain_sweep(config())
+        warmup_s = time.perf_counter() - t0
+        _note(f"warm-up plain run {warmup_s:.1f} s")
+        with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
+            first_s = first_flow_seconds()
+            _note(f"server up in {server['startup_s'] or 0:.1f} s, first flow {first_s:.1f} s")
+            plain_s: list[float] = []
+            flow_s: list[float] = []
+            plain_peak = None
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                plain = plain_sweep(config())
+                plain_s.append(time.perf_counter() - t0)
+                plain_peak = plain_peak or peak_rss_mb()  # before any flow ran in this process
+                t0 = time.perf_counter()
+                flowed = flow_sweep(config())
+                flow_s.append(time.perf_counter() - t0)
+                _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+        same = _metrics(plain["results_dir"]) == _metrics(flowed["results_dir"])
+        same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
+        cli = []
+        for _ in range(cli_repeats):
+            _note("mythloop sweep in a fresh process ...")
+            cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
+                "MYTHLOOP_STATE_DIR", workdir / "state"))))
+    startup = server["startup_s"]
+    result = {
+        "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
+                   "prompts": "in_distribution + null (13); held-out rows left out",
+                   "judge": "simulated (noise 0.2)", "repeats": repeats},
+        "warmup_plain_s": warmup_s,
+        "prefect_startup_s": startup, "first_flow_s": first_s,
+        "plain_s": stats(plain_s), "flow_s": stats(flow_s),
+        "flow_over_plain": ratio_stats(flow_s, plain_s),
+        "same_metrics": same and same_as_warm,
+        "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
+        "peak_rss_mb": {"bench_process_after_plain": plain_peak,
+                        "bench_process_after_flow": peak_rss_mb(),
+                        "prefect_server": server.get("server_peak_rss_mb")},
+        "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
+                "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
+        "load_before": load_before, "load_after": loadavg(),
+    }
+    # Headline including start-up: the fresh CLI process when run, else start-up + flow.
+    wall = (result["cli"]["wall_s"]["median"] if cli else
+            (startup or 0.0) + first_s + result["flow_s"]["median"])
+    peak = result["cli"]["peak_tree_rss_mb"] or max(
+        v for v in result["peak_rss_mb"].values() if v is not None)
+    result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
+    result["targets"] = {
+        f"wall incl. start-up <= {TARGET_WALL_S:.0f} s": wall <= TARGET_WALL_S,
+        f"flow/plain <= {TARGET_RATIO}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
+        f"peak RSS <= {TARGET_PEAK_MB / 1024:.1f} GB": peak <= TARGET_PEAK_MB,
+    }
+    return result
+
+
+def profile_flow(out: Path, rounds: int, workdir: Path) -> int:
+    """Profile one sweep flow run (after a warm-up plain run) and write pyinstrument's text."""
+    from pyinstrument import Profiler
+
+    repo_on_path()
+    prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
+    plain_sweep(seed_config(workdir / "warm", prompts_file, rounds))
+    with prefect_server() as _, contextlib.redirect_stdout(io.StringIO()):
+        first_flow_seconds()
+        profiler = Profiler(interval=0.002)
+        profiler.start()
+        flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
+        profiler.stop()
+    out.write_text(profiler.output_text(unicode=False, color=False), encoding="utf-8")
+    print(f"profile: {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--cli-repeats", type=int, default=1)
+    parser.add_argument("--no-cli", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--profile", type=Path,
+                        help="instead: profile one flow run with pyinstrument, text to this file")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-state-") as state:
+        if "MYTHLOOP_STATE_DIR" not in os.environ:  # run alone: keep state out of the checkout
+            os.environ.update(bench_env(Path(state)))
+        if args.profile:
+            return profile_flow(args.profile, args.rounds, Path(state))
+        result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats)
+    print(json.dumps(result, indent=2, default=str))
+    if args.json:
+        from common import write_json_atomic
+
+        write_json_atomic(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Smoke runs of each benchmark's core at minimal sizes: they run and agree; no timing asserted."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+import common  # noqa: E402
+import report  # noqa: E402
+
+
+def test_stats_and_ratio():
+    st = common.stats([3.0, 1.0, 2.0, 10.0])
+    assert (st["min"], st["median"], st["max"], st["n"]) == (1.0, 2.5, 10.0, 4)
+    assert common.stats([])["n"] == 0
+    r = common.ratio_stats([4.0, 6.0], [2.0, 3.0])
+    assert r["median"] == pytest.approx(2.0)
+    assert r["min"] == pytest.approx(4.0 / 3.0) and r["max"] == pytest.approx(3.0)
+
+
+def test_run_child_reports_exit_code_and_tree_memory(tmp_path):
+    code = "import subprocess, sys; b = bytearray(80 << 20); " \
+           "subprocess.run([sys.executable, '-c', 'x = bytearray(60 << 20)']); sys.exit(3)"
+    result = common.run_child([sys.executable, "-c", code], log=tmp_path / "log.txt")
+    assert result["returncode"] == 3 and not result["timed_out"]
+    assert result["child_max_rss_mb"] >= 80
+    assert result["peak_tree_rss_mb"] > 0
+
+
+def test_run_child_kills_at_timeout(tmp_path):
+    result = common.run_child([sys.executable, "-c", "import time; time.sleep(30)"],
+                              timeout=1, log=tmp_path / "log.txt")
+    assert result["timed_out"] and result["returncode"] != 0
+
+
+def test_run_child_stops_what_escaped_its_process_group(tmp_path):
+    pidfile = tmp_path / "pid"
+    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)'], start_new_session=True); "
+            f"open({str(pidfile)!r}, 'w').write(str(p.pid))")
+    result = common.run_child([sys.executable, "-c", code], log=tmp_path / "log.txt")
+    assert result["returncode"] == 0 and result["left_running"] == 0
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+def test_machine_info_has_the_reported_fields():
+    info = common.machine_info()
+    assert info["cores"] >= 1 and info["python"].count(".") == 2
+    assert len(info["loadavg"]) == 3 and "prefect" in info["packages"]
+
+
+def test_router_core_small_pool_matches_the_loop():
+    import router
+
+    result = router.run(sizes=(80,), n_reasons=200, embed=False)
+    row = result["sizes"][0]
+    assert row["skills"] == 80 and row["vectorised"]["n"] > 0
+    assert result["targets"]["same_scores"]
+
+
+def test_sweep_flow_and_plain_loop_agree(prefect_harness, tmp_path):
+    import sweep
+
+    result = sweep.run(repeats=1, rounds=1, cli_repeats=0, workdir=tmp_path)
+    assert result["same_metrics"], "the flow and the plain loop diverged"
+    assert result["failed_turns"] == {"plain": 0, "flow": 0}
+    assert result["prefect_startup_s"] is None  # the harness's API was used, not a new server
+    assert result["plain_s"]["n"] == 1 and result["flow_s"]["n"] == 1
+    assert set(result["targets"]) == {"wall incl. start-up <= 60 s", "flow/plain <= 1.5x",
+                                      "peak RSS <= 1.5 GB"}
+    prompts = (tmp_path / "prompts-seed13.yaml").read_text()
+    assert "heldout" not in prompts and "null_prompts" in prompts
+
+
+def test_overhead_core_measures_each_variant(prefect_harness):
+    import overhead
+
+    result = overhead.run(n=3, repeats=1, breakdown_n=2)
+    assert result["bare_ms"]["n"] == 1 and result["mythloop_ms"]["median"] > 0
+    assert set(result["breakdown"]) == {"mythloop_no_tags", "mythloop_no_persist",
+                                        "bare_payload", "bare_payload_quoted"}
+
+
+def test_film_rerun_without_render_calls_no_model(prefect_harness, tmp_path):
+    import film
+
+    with film._RenderClock() as clock:
+        first = film._film(tmp_path / "runs", clock, "the heat equation", render=False,
+                           fresh=True)
+        again = film._film(tmp_path / "runs", clock, "the heat equation", render=False)
+    assert first["ok"] and again["ok"]
+    assert first["manifest"]["model_calls"] > 0
+    assert again["manifest"]["model_calls"] == 0
+    assert clock.starts == []  # no render requested, none started
+
+
+@pytest.mark.slow
+def test_plain_manim_renders_a_tiny_scene(tmp_path):
+    import film
+
+    scene = tmp_path / "tiny.py"
+    scene.write_text(textwrap.dedent("""
+        from manim import Scene, Square, Create
+        class Tiny(Scene):
+            def construct(self):
+                self.play(Create(Square()), run_time=1)
+    """))
+    result = film.plain_manim(scene, "Tiny", tmp_path)
+    assert result["returncode"] == 0
+    assert result["duration_s"] == pytest.approx(1.0, abs=0.3)
+
+
+def test_results_page_flags_missed_targets_and_failed_parts():
+    data = {
+        "machine": {"date_utc": "d", "cpu": "c", "cores": 2, "cores_usable": 2, "memory_gb": 1.0,
+                    "os": "o", "python": "3.11.0", "packages": {"prefect": "3"},
+                    "loadavg": [5.0, 4.0, 3.0], "git": "abc"},
+        "total_s": 60.0, "load_end": [1.0, 1.0, 1.0],
+        "parts": {
+            "sweep": {"figures": {
+                "config": {"conditions": ["c0", "c3"], "rounds": 6, "replicates": 1,
+                           "prompts": "13", "judge": "simulated", "repeats": 1},
+                "plain_s": common.stats([5.0]), "flow_s": common.stats([20.0]),
+                "flow_over_plain": common.ratio_stats([20.0], [5.0]),
+                "prefect_startup_s": 9.0, "first_flow_s": 1.0,
+                "cli": {"wall_s": common.stats([40.0]), "peak_tree_rss_mb": 900.0},
+                "peak_rss_mb": {"bench_process_after_plain": 700.0,
+                                "bench_process_after_flow": 750.0, "prefect_server": 200.0},
+                "same_metrics": True, "failed_turns": {"plain": 0, "flow": 0},
+                "warmup_plain_s": 3.0,
+                "headline": {"wall_with_startup_s": 40.0, "peak_rss_mb": 900.0}},
+                "child_wall_s": 80.0, "load_before": [1, 1, 1], "load_after": [1, 1, 1]},
+            "film": {"error": "exit code 1: boom", "child_wall_s": 3.0},
+            "scale": {"absent": "bench/scale.py is not in this checkout", "child_wall_s": 0.1},
+        },
+    }
+    page = report.render_results(data)
+    assert "| sweep | Prefect flow <= 1.5x the plain loop (after start-up) | 4.00x | " \
+           "**NOT met** |" in page
+    assert "seed-sized sweep <= 60 s wall incl. Prefect start-up | 40.0 s | met" in page
+    assert "**Failed**: exit code 1: boom" in page
+    assert "Absent: bench/scale.py is not in this checkout" in page
+    assert "The machine was busy" in page
+    assert "Sweep flow / plain loop misses 1.5x" in page
