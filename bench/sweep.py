@@ -73,8 +73,8 @@ def plain_sweep(config) -> dict:
         _prepare_results_dir,
     )
     from mythloop.analysis import analyze
+    from mythloop.fileio import write_json_atomic
     from mythloop.sweep import ConditionRun, load_prompts
-    from mythloop.sweep.files import write_json_atomic
 
     results_dir = _prepare_results_dir(config)
     failed = 0

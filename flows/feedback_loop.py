@@ -22,15 +22,16 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.utilities.annotations import quote
 
 import mythloop
+from flows.common import say
+from mythloop.fileio import write_json_atomic
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
-from mythloop.sweep.files import write_json_atomic
 from tasks.analysis import analyze_results, artifact_key
 from tasks.hooks import record_sweep_failure
 from tasks.sweep import learning_turn, measure_round
@@ -60,15 +61,6 @@ def _contract() -> str:
     return render_self_eval_contract()
 
 
-def _say(message: str) -> None:
-    """A console line for the person watching, as well as the Prefect log."""
-    print(message, flush=True)
-    try:
-        get_run_logger().info(message)
-    except Exception:  # outside a run context
-        pass
-
-
 @flow(name="condition-run", log_prints=False)
 def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: str,
                   progress_artifact_id: str | None = None, progress_base: int = 0,
@@ -88,7 +80,7 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
     try:
         for round_idx in range(config.rounds):
             if round_idx in done:
-                _say(f"[sweep] {run.name} round {round_idx}: already complete, skipped")
+                say(f"[sweep] {run.name} round {round_idx}: already complete, skipped")
                 continue
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)
@@ -103,12 +95,12 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                     row = run.failed_turn_row(prompt, round_idx, catalog, error,
                                               timed_out=_is_timeout(error),
                                               attempts=_attempts(error, turn))
-                    _say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
+                    say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
                          f"({row['error'][:160]}); the round goes on")
                 run.append_turn(row)
             run.mark_round_complete(round_idx)
             hit3 = measured.get("in_distribution_hit_at_3")
-            _say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
+            say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
                  f"in-distribution hit@3 {hit3:.2f}" if hit3 is not None else
                  f"[sweep] {run.name} round {round_idx} measured")
             if progress_artifact_id:
@@ -186,7 +178,7 @@ def _prepare_results_dir(config: SweepConfig) -> Path:
 def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic default)
     """Run conditions x replicates x rounds of measure -> learn, then the analysis."""
     results_dir = _prepare_results_dir(config)
-    _say(f"[sweep] results -> {results_dir}")
+    say(f"[sweep] results -> {results_dir}")
     total = len(config.conditions) * config.replicates * config.rounds
     progress_id = create_progress_artifact(
         progress=0.0, key=artifact_key(config.judge, "progress"),
@@ -228,7 +220,7 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
         except ObjectNotFound:
             raise ValueError(f"no deployment {config.shard_deployment!r} on this Prefect API; "
                              "deploy it first (docs/scaling.md)") from None
-    _say(f"[sweep] {len(runs)} shards submitted to {config.shard_deployment}")
+    say(f"[sweep] {len(runs)} shards submitted to {config.shard_deployment}")
     ended = _wait_for_shards(runs, config, results_dir, progress_id)
     failed = [f"{name} (flow run {run.id}: {run.state.name}: {(run.state.message or '')[:200]})"
               for name, run in ended.items() if not run.state.is_completed()]
@@ -261,7 +253,7 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
             runs = {name: found.get(run.id, run) for name, run in runs.items()}
             final = {name for name, run in runs.items() if run.state and run.state.is_final()}
             for name in sorted(final - seen):
-                _say(f"[sweep] shard {name}: {runs[name].state.name}")
+                say(f"[sweep] shard {name}: {runs[name].state.name}")
             seen = final
             done = rounds_done(results_dir, list(runs))
             if done != last_done:
@@ -294,6 +286,6 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
     # Artifact keys stay the same night after night, so the UI shows one history per judge.
     analyze_results(str(results_dir), config.judge)
     report = Path(results_dir) / "report.md"
-    _say(f"[sweep] report: {report}")
+    say(f"[sweep] report: {report}")
     return {"results_dir": str(results_dir), "report": str(report), "shards": shards,
             "failed_turns": sum(s["failed_turns"] for s in shards)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
@@ -19,6 +19,7 @@ from prefect.artifacts import (
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
+from flows.common import say
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
@@ -37,14 +38,6 @@ def _run_name() -> str:
     request = flow_run.parameters.get("request") or {}
     prompt = request.get("prompt") if isinstance(request, dict) else getattr(request, "prompt", "")
     return f"film-{slugify(prompt or 'film')}"
-
-
-def _say(message: str) -> None:
-    print(message, flush=True)
-    try:
-        get_run_logger().info(message)
-    except Exception:  # outside a run context
-        pass
 
 
 class _Progress:
@@ -70,7 +63,7 @@ def _state_meta(state) -> tuple[str | None, bool]:
 def film(request: FilmRequest) -> dict:
     """Turn a prompt into a rendered Manim film: six agents, codegen, verify, render, repair."""
     session = open_session(request, flow_run_id=str(flow_run.id) if flow_run.id else None)
-    _say(f"[film] run dir: {session.run_dir}")
+    say(f"[film] run dir: {session.run_dir}")
     progress = _Progress(len(STAGES) + 2 + (1 if request.render else 0), session.run_dir)
     try:
         result = _make_film(session, request, progress)
@@ -99,7 +92,7 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
         artifact = session.record_stage(spec.slug, outcome, task_run_id=task_run_id,
                                         cached=cached, attempts=0 if cached else 1)
         dossier[spec.artifact_name] = artifact
-        _say(f"[film] {spec.slug:<16} -> {spec.artifact_name}{' (cached)' if cached else ''}")
+        say(f"[film] {spec.slug:<16} -> {spec.artifact_name}{' (cached)' if cached else ''}")
         progress.step()
 
     basis = cache_basis("codegen", dossier, request)
@@ -115,14 +108,14 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     manifest.add_stage({"stage": "codegen", "artifact": SCENE_FILE,
                         "seconds": generated["seconds"], "cached": cached,
                         "model": generated["model"], "prefect_task_run_id": task_run_id})
-    _say(f"[film] codegen          -> {SCENE_FILE} ({scene_name or 'no scene class'})"
+    say(f"[film] codegen          -> {SCENE_FILE} ({scene_name or 'no scene class'})"
          f"{' (cached)' if cached else ''}")
     progress.step()
 
     checked = steps.verify.with_options(task_run_name="verify")(code, request.prompt)
     manifest.update(static_check={"passed": checked["ok"], "detail": checked["reason"],
                                   "line": checked["line"]})
-    _say(f"[film] verify           -> {'ok' if checked['ok'] else checked['reason']}")
+    say(f"[film] verify           -> {'ok' if checked['ok'] else checked['reason']}")
     progress.step()
 
     video = _render_and_repair(session, request, progress, code, scene_name, scene_path,
@@ -161,7 +154,7 @@ def _render_and_repair(session: FilmSession, request: FilmRequest, progress: _Pr
                                         "message": rendered["message"],
                                         "video_path": rendered["video_path"],
                                         "isolation": rendered.get("isolation", [])})
-            _say(f"[film] render{label:<11} -> "
+            say(f"[film] render{label:<11} -> "
                  f"{rendered['video_path'] if rendered['ok'] else rendered['message']}")
             progress.step()
             if rendered["ok"]:
@@ -187,7 +180,7 @@ def _render_and_repair(session: FilmSession, request: FilmRequest, progress: _Pr
                                     "failure": _last_line(failure)[:500]})
         manifest.add_stage({"stage": f"repair-{attempt}", "artifact": SCENE_FILE,
                             "seconds": repaired["seconds"], "model": repaired["model"]})
-        _say(f"[film] repair-{attempt}         -> {SCENE_FILE}")
+        say(f"[film] repair-{attempt}         -> {SCENE_FILE}")
         checked = steps.verify.with_options(task_run_name=f"verify (after repair-{attempt})")(
             code, request.prompt)
         manifest.update(static_check={"passed": checked["ok"], "detail": checked["reason"],
@@ -237,4 +230,4 @@ def _publish_summary(session: FilmSession) -> None:
                                  link_text=Path(data["video_path"]).name,
                                  description="The rendered film")
     except Exception as exc:  # an artifact is a courtesy; never lose the film over it
-        _say(f"[film] could not publish the summary artifact: {exc}")
+        say(f"[film] could not publish the summary artifact: {exc}")

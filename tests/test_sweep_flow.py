@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mythloop.fileio import read_jsonl
 from mythloop.sweep import JudgeOptions, SweepConfig
-from mythloop.sweep.files import read_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

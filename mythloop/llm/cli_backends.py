@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from mythloop.fileio import write_json_atomic
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import (
     BackendError,
@@ -143,12 +144,6 @@ def _copy_tree_atomic(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def _write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def make_sandbox_home(home: Path) -> Path:
     """An empty HOME whose skill folders exist but hold nothing (blocks home-level skill discovery)."""
     for sub in (".gemini/skills", ".agents/skills"):
@@ -165,8 +160,8 @@ def prepare_workspace(workspace: Path, skills: Iterable[str | Path] = ()) -> Pat
             raise BackendError(f"gemini: skill folder {src} has no SKILL.md; pass skill directories")
         _copy_tree_atomic(src.resolve(), skills_dir / src.name)
     gem = workspace / ".gemini"
-    _write_json_atomic(gem / "settings.json", {"hooks": {"BeforeAgent": [], "AfterAgent": []}})
-    _write_json_atomic(gem / "trustedFolders.json", {"trusted": True})
+    write_json_atomic(gem / "settings.json", {"hooks": {"BeforeAgent": [], "AfterAgent": []}})
+    write_json_atomic(gem / "trustedFolders.json", {"trusted": True})
     return skills_dir
 
 

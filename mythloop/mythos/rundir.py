@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from mythloop.fileio import write_json_atomic
 
 __all__ = ["slugify", "create_run_dir", "write_json_atomic", "Manifest", "utc_now"]
 
@@ -41,24 +41,6 @@ def create_run_dir(runs_root: Path | str, prompt: str) -> Path:
             continue
         return candidate
     raise FileExistsError(f"could not find a free run directory name under {parent} for {base!r}")
-
-
-def write_json_atomic(path: Path | str, obj: Any) -> Path:
-    """Write `obj` as indented JSON via a temp file in the same folder and os.replace."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    payload = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
 
 
 class Manifest:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mythloop.fileio import read_jsonl
 from mythloop.sweep.config import SweepConfig
-from mythloop.sweep.files import read_jsonl
 
 __all__ = ["shard_plan", "shard_summary", "rounds_done", "ShardIncomplete"]
 

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mythloop.fileio import append_jsonl, read_jsonl, write_json_atomic, write_text_atomic
 from mythloop.skills import Catalog
 from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed
-from mythloop.sweep.files import append_jsonl, read_jsonl, write_json_atomic, write_text_atomic
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
 

@@ -1,0 +1,64 @@
+"""Crash-safe file writes shared by sweeps, films and backends.
+
+A kill at any moment leaves either the old file or the new one, never half of one, and
+appended JSONL rows are whole lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_text_atomic", "write_json_atomic", "append_jsonl", "read_jsonl"]
+
+
+def write_text_atomic(path: Path | str, text: str) -> Path:
+    """Write via a temp file in the same folder, fsync, then os.replace."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json_atomic(path: Path | str, obj: Any) -> Path:
+    """Indented JSON, written atomically."""
+    return write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+                             + "\n")
+
+
+def append_jsonl(path: Path | str, row: dict) -> None:
+    """Append one row as a single flushed write, so a kill leaves whole lines only."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_jsonl(path: Path | str) -> list[dict]:
+    """Rows of a JSONL file; a torn last line (a kill mid-write) is dropped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
