@@ -43,7 +43,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 test: setup
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
 
 demo: setup demo-sweep demo-film
 
