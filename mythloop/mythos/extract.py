@@ -6,6 +6,8 @@ import ast
 import json
 import re
 
+from mythloop.mythos.safe_ast import parse
+
 __all__ = [
     "ExtractionError",
     "extract_json_object",
@@ -131,7 +133,7 @@ def extract_json_object(text: str) -> dict:
 def _looks_like_code(text: str) -> bool:
     """True when the text parses as Python and mentions manim or a class."""
     try:
-        ast.parse(text)
+        parse(text)
     except SyntaxError:
         return False
     return "import" in text or "class " in text
@@ -167,7 +169,7 @@ def _base_name(node: ast.expr) -> str:
 def find_scene_class(code: str) -> str:
     """Name of the first Scene subclass in `code` (ThreeDScene preferred)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as exc:
         raise ExtractionError(f"scene code does not parse (line {exc.lineno}: {exc.msg})") from exc
     found: list[tuple[str, str]] = []

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
 
@@ -75,7 +76,7 @@ class RenderLimits(BaseModel):
 def scene_names(code: str) -> list[str]:
     """Scene classes defined in CODE (subclasses of *Scene, directly or via each other)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return []
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]

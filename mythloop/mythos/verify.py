@@ -15,6 +15,7 @@ import re
 from pydantic import BaseModel
 
 from mythloop.mythos import sandbox_policy as P
+from mythloop.mythos.safe_ast import parse
 
 __all__ = ["VerifyResult", "verify_scene", "requires_light_art_direction"]
 
@@ -366,7 +367,7 @@ class _Checker(ast.NodeVisitor):
 def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
     """Statically check scene code; on rejection give the first problem and its line."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as exc:
         return VerifyResult(ok=False, reason=f"syntax error: {exc.msg}", line=exc.lineno or 1)
     except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
