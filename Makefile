@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: setup apt venv test demo demo-sweep demo-film bench lint doctor clean
+.PHONY: setup apt venv test demo demo-sweep demo-film bench bench-scale lint doctor clean
 
 setup: apt $(VENV)/.installed
 
@@ -53,8 +53,14 @@ demo-sweep: setup
 demo-film: setup
 	$(VENV)/bin/mythloop film "the heat equation" --backend replay --render -q l
 
+# Router, sweep, film and per-task overhead (~10 min on 2 cores) -> bench/RESULTS.md.
 bench: setup
 	$(PY) bench/run_all.py
+
+# The scale part alone (PostgreSQL stack, 1 vs 2 workers, a 1000-task burst; ~10 min):
+# bench/scale.json, folded into bench/RESULTS.md with its date.
+bench-scale: setup
+	$(PY) bench/run_all.py --only scale
 
 lint: setup
 	$(VENV)/bin/ruff check mythloop flows tasks tests bench

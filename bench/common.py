@@ -29,7 +29,8 @@ PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pyda
             "pyinstrument", "mythloop")
 
 __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
-           "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path"]
+           "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
+           "process_cpu_s", "wait_until_idle"]
 
 
 def stats(values: list[float]) -> dict:
@@ -64,6 +65,34 @@ def timed(fn: Callable[[], object], repeats: int, warmup: int = 0) -> tuple[list
 def peak_rss_mb() -> float:
     """Peak RSS of this process so far, in MiB (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) a live process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:
+    """Wait until a process has used < 5% of a core for `quiet_s`; the CPU seconds it used meanwhile.
+
+    A Prefect server goes on recording task-run events after the client returns; waiting
+    keeps that backlog out of whatever is timed next, and measures it.
+    """
+    start = last = process_cpu_s(pid)
+    if start is None:
+        return 0.0
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = process_cpu_s(pid)
+        if now is None or now - last < 0.05 * quiet_s:
+            break
+        last = now
+    return (last if now is None else now) - start
 
 
 def _children_map() -> dict[int, list[int]]:

@@ -4,10 +4,10 @@ Each variant runs N sequential calls of a trivial task inside one flow; the figu
 the loop's wall time / N (flow creation excluded). Besides the two headline variants,
 a breakdown isolates what the project's defaults cost:
 
-- `mythloop`: `tasks/common.py: mythloop_task` (retry condition, `mythloop` tag, JSON
-  results persisted, no cache) -- the project's defaults;
-- `mythloop, no tags`: the same without tags (a tagged task asks the API for
-  concurrency slots on every run, even with no limit defined);
+- `mythloop`: `tasks/common.py: mythloop_task` (retry condition, JSON results
+  persisted, no cache, no tag) -- the project's defaults;
+- `mythloop + llm tag`: the same with the `llm` tag that real model calls carry (a
+  tagged task asks the API for concurrency slots on every run, even with no limit defined);
 - `mythloop, no persist`: the same without persisted results;
 - `bare + sweep-sized arg` / `... quote()`: a bare task handed the sweep's ConditionRun
   object (catalog of 80 skills, prompts, store...), plainly and wrapped in
@@ -37,7 +37,7 @@ def _tasks() -> dict:
     """The task variants (built lazily: importing Prefect is slow)."""
     from prefect import task
 
-    from tasks.common import mythloop_task
+    from tasks.common import LLM_TAG, mythloop_task
 
     @task(name="bench-bare")
     def bare(i: int, payload: object = None) -> int:
@@ -48,7 +48,7 @@ def _tasks() -> dict:
         return i
 
     return {"bare": bare, "mythloop": mythloop,
-            "mythloop_no_tags": mythloop.with_options(tags=set()),
+            "mythloop_llm_tag": mythloop.with_options(tags={LLM_TAG}),
             "mythloop_no_persist": mythloop.with_options(persist_result=False)}
 
 
@@ -105,7 +105,7 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
         if breakdown:
             bn = breakdown_n or max(1, n // 2)
             payload = _condition_run(workdir)
-            names = ["mythloop_no_tags", "mythloop_no_persist", "bare_payload",
+            names = ["mythloop_llm_tag", "mythloop_no_persist", "bare_payload",
                      "bare_payload_quoted"]
             for name, seconds in measure(names, bn, payload).items():
                 extra[name] = {"per_task_ms": seconds / bn * 1e3, "n": bn}

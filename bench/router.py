@@ -119,6 +119,12 @@ def bench_size(n: int, n_reasons: int, rng: np.random.Generator, workdir: Path) 
     queries = unit_rows(rng, 8)
     qi = iter(range(10**9))
     fast = _timings(lambda: router.rank_vector(queries[next(qi) % 8], top_k=10), {80: 300, 1000: 200}.get(n, 30))
+    # The floor: the bare matrix-vector products over the same arrays (skill matrix, the
+    # verdicts' context and reason vectors), with no scoring around them.
+    a = router.refresh()
+    mats = (router._emb, a.help.vecs, a.harm.vecs, a.reason_vecs)
+    floor = _timings(lambda: [m @ queries[next(qi) % 8] for m in mats],
+                     {80: 300, 1000: 200}.get(n, 30))
     loop_repeats = 5 if n <= 1000 else (2 if n <= 10_000 else 1)
     looped: list[np.ndarray] = []
     slow = _timings(lambda: looped.append(loop_scores(router, queries[0])), loop_repeats, warm=False)
@@ -131,6 +137,7 @@ def bench_size(n: int, n_reasons: int, rng: np.random.Generator, workdir: Path) 
     matrix = router.embedding_bytes
     return {
         "skills": n, "reasons": n_reasons, "vectorised": _stats_ms(fast), "loop": _stats_ms(slow),
+        "matvec_floor": _stats_ms(floor), "scanned_mb": sum(m.nbytes for m in mats) / 2**20,
         "speedup": statistics.median(slow) / statistics.median(fast), "max_abs_diff": worst,
         "embedding_matrix_mb": matrix / 2**20, "verdict_state_mb": router.state_bytes / 2**20,
         "rank_peak_transient_mb": transient / 2**20,
@@ -201,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     with limit:
         result = run(args.sizes, args.reasons, embed=not args.no_embed)
     print(f"BLAS threads: {args.blas_threads or 'library default'}")
-    print(f"{'skills':>8} {'p50 ms':>8} {'min':>7} {'max':>7} {'loop p50 ms':>12} {'speedup':>8} "
+    print(f"{'skills':>8} {'p50 ms':>8} {'min':>7} {'max':>7} {'floor ms':>9} {'loop p50 ms':>12} {'speedup':>8} "
           f"{'max|diff|':>10} {'emb MB':>8} {'state MB':>9} {'peak MB':>8} {'mem x':>6} {'+state x':>8}")
     for r in result["sizes"]:
         v, lp = r["vectorised"], r["loop"]
         print(f"{r['skills']:>8} {v['p50_ms']:8.3f} {v['min_ms']:7.3f} {v['max_ms']:7.3f} "
+              f"{r['matvec_floor']['p50_ms']:9.3f} "
               f"{lp['p50_ms']:12.1f} {r['speedup']:7.0f}x {r['max_abs_diff']:10.1e} "
               f"{r['embedding_matrix_mb']:8.1f} {r['verdict_state_mb']:9.1f} "
               f"{r['rank_peak_transient_mb']:8.2f} {r['memory_ratio']:6.2f} "
@@ -217,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         qe = result["query_embedding"]
         print(f"query embedding: p50 {qe['p50_ms']:.1f} ms (min {qe['min_ms']:.1f}, max "
               f"{qe['max_ms']:.1f}); model load {qe['model_load_s']:.1f} s")
+    print("floor = the bare matrix-vector products over the same arrays (skill matrix and "
+          "the verdicts' context and reason vectors), no scoring")
     print("mem x = (skill embedding matrix + peak allocation while ranking) / matrix; "
           "+state x also counts the verdict state (10k reason vectors, contexts)")
     for name, ok in result["targets"].items():

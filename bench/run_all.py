@@ -1,14 +1,18 @@
 """`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
 
-Parts: router (bench/router.py), scale (bench/scale.py, when present), sweep, film,
-overhead. Each runs in a child process (so its peak RSS is its own) with a shared
-bench state folder (.mythloop/bench: the embedding cache survives between runs) and
-a fresh Prefect home per run (so the first Prefect start-up is a cold one).
-A part that fails or runs out of time is reported as such; the others still run.
+Parts: router (bench/router.py), sweep, film, overhead; and scale (bench/scale.py: the
+PostgreSQL stack, workers and a 1000-task burst, ~10 minutes on its own), which runs only
+when asked for (`--with-scale`, `--only scale`, `make bench-scale`); otherwise RESULTS.md
+shows the figures of its last run from bench/scale.json, dated. Each part runs in a
+child process (so its peak RSS is its own) with a shared bench state folder
+(.mythloop/bench: the embedding cache survives between runs) and a fresh Prefect home
+per run (so the first Prefect start-up is a cold one). A part that fails or runs out of
+time is reported as such; the others still run.
 
-    python bench/run_all.py                     # everything, ~10-14 minutes on 2 cores
+    python bench/run_all.py                     # router, sweep, film, overhead: ~10 min on 2 cores
+    python bench/run_all.py --with-scale        # and the scale part: ~20 min
     python bench/run_all.py --quick             # minimal sizes, a smoke run
-    python bench/run_all.py --only sweep film   # some parts (RESULTS.md keeps the rest absent)
+    python bench/run_all.py --only sweep film   # some parts; the others keep their last figures
 """
 
 from __future__ import annotations
@@ -35,17 +39,19 @@ from common import (  # noqa: E402
 from report import render_results  # noqa: E402
 
 PARTS = ("router", "scale", "sweep", "film", "overhead")
-TIMEOUT_S = {"router": 300, "scale": 300, "sweep": 420, "film": 720, "overhead": 240}
+DEFAULT_PARTS = ("router", "sweep", "film", "overhead")
+SCALE_JSON = REPO / "bench" / "scale.json"
+TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 420, "film": 720, "overhead": 240}
 FULL = {
     "router": {},
-    "scale": {"tasks": 1000, "burst_timeout": 120.0},
+    "scale": {"tasks": 1000, "burst_timeout": 300.0},
     "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
     "film": {"repeats": 2, "rerun": True},
     "overhead": {"n": 200, "repeats": 3},
 }
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
-    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
+    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
     "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0},
     "film": {"repeats": 1, "rerun": False},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
@@ -89,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="minimal sizes (a smoke run)")
     parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
+    parser.add_argument("--with-scale", action="store_true",
+                        help="also run the scale part (PostgreSQL, workers; ~10 more minutes)")
     parser.add_argument("--timeout-factor", type=float, default=1.0,
                         help="multiply each part's time limit (a busy machine needs more)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
@@ -106,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     env = bench_env(state)
     env["PREFECT_HOME"] = str(prefect_home)
     sizes = QUICK if args.quick else FULL
-    parts = [p for p in PARTS if not args.only or p in args.only]
+    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
+    parts = [p for p in PARTS if p in wanted]
     machine = machine_info()
     started = time.perf_counter()
     results: dict[str, dict] = {}
@@ -126,9 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and previous.exists():  # keep the other parts' figures from the last full run
         old = json.loads(previous.read_text(encoding="utf-8"))
         for name, part in old.get("parts", {}).items():
-            if name not in results:
+            if name not in results and name != "scale":  # scale: its own file, below
                 results[name] = {**part, "from_run": part.get("from_run")
                                  or old["machine"]["date_utc"]}
+    if "scale" not in results and SCALE_JSON.exists():  # not run now: its last own run
+        last = json.loads(SCALE_JSON.read_text(encoding="utf-8"))
+        results["scale"] = {"figures": last, "from_run": last["machine"]["date_utc"],
+                            "from_file": "bench/scale.json"}
     data = {"machine": machine, "quick": args.quick, "total_s": total, "parts": results,
             "load_end": loadavg()}
     write_json_atomic(args.out.with_name("results.json"), data)

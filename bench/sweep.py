@@ -31,10 +31,12 @@ from common import (  # noqa: E402
     bench_env,
     loadavg,
     peak_rss_mb,
+    process_cpu_s,
     ratio_stats,
     repo_on_path,
     run_child,
     stats,
+    wait_until_idle,
 )
 
 TARGET_WALL_S = 60.0
@@ -119,6 +121,13 @@ def flow_sweep(config) -> dict:
     from flows.feedback_loop import sweep
 
     return sweep(config)
+
+
+def _task_runs(results_dir: Path, config_rounds: int) -> int:
+    """Task runs of one sweep flow run: learning turns + measure rounds + the analysis."""
+    shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
+    turns = sum(len((d / "turns.jsonl").read_text().splitlines()) for d in shards)
+    return turns + len(shards) * config_rounds + 1
 
 
 def _metrics(results_dir: str) -> dict:
@@ -240,16 +249,28 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
             _note(f"server up in {server['startup_s'] or 0:.1f} s, first flow {first_s:.1f} s")
             plain_s: list[float] = []
             flow_s: list[float] = []
+            cpu: dict[str, list[float]] = {"plain_client": [], "flow_client": [],
+                                           "flow_server": [], "flow_server_after": []}
+            spid = server["server_pid"]
             plain_peak = None
             for _ in range(repeats):
-                t0 = time.perf_counter()
+                if spid:  # the server's backlog of the previous flow is not the loop's cost
+                    wait_until_idle(spid)
+                c0, t0 = time.process_time(), time.perf_counter()
                 plain = plain_sweep(config())
                 plain_s.append(time.perf_counter() - t0)
+                cpu["plain_client"].append(time.process_time() - c0)
                 plain_peak = plain_peak or peak_rss_mb()  # before any flow ran in this process
-                t0 = time.perf_counter()
+                s0 = process_cpu_s(spid) if spid else None
+                c0, t0 = time.process_time(), time.perf_counter()
                 flowed = flow_sweep(config())
                 flow_s.append(time.perf_counter() - t0)
+                cpu["flow_client"].append(time.process_time() - c0)
+                if s0 is not None:
+                    cpu["flow_server"].append(process_cpu_s(spid) - s0)
+                    cpu["flow_server_after"].append(wait_until_idle(spid))
                 _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+        task_runs = _task_runs(Path(flowed["results_dir"]), config_rounds=rounds)
         same = _metrics(plain["results_dir"]) == _metrics(flowed["results_dir"])
         same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
         cli = []
@@ -267,6 +288,8 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         "plain_s": stats(plain_s), "flow_s": stats(flow_s),
         "flow_over_plain": ratio_stats(flow_s, plain_s),
         "same_metrics": same and same_as_warm,
+        "task_runs": task_runs,
+        "cpu_s": {name: stats(values) for name, values in cpu.items()},
         "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
         "peak_rss_mb": {"bench_process_after_plain": plain_peak,
                         "bench_process_after_flow": peak_rss_mb(),

@@ -3,7 +3,8 @@
     sweep(config)                       flow "sweep"
       condition_run(c0, rep 1) ...      subflow per condition x replicate ("c3-rep2")
         measure_round                   task per round -> <cond>-rep<k>/round_<r>.jsonl
-        learning_turn x prompts         task per learned prompt (tag `llm`, retries)
+        learning_turn x prompts         task per learned prompt (retries; tag `llm` when
+                                        the judge is a real model)
       analyze                           task: metrics.json, report.md, plots, artifacts
 
 With config.shard_deployment set, each condition x replicate is instead a flow run of that
@@ -29,6 +30,7 @@ from prefect.utilities.annotations import quote
 import mythloop
 from flows.common import say
 from mythloop.fileio import write_json_atomic
+from mythloop.llm import LLM_TAG
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
@@ -74,7 +76,10 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
     run.open()
     contract = _contract()
     timeout = config.turn_timeout or get_settings().turn_timeout
-    turn = learning_turn.with_options(timeout_seconds=timeout + 30)
+    # Only a real model call takes a slot of the global `llm` limit: a simulated judge's turn
+    # carries no tag (each tagged task run costs a concurrency-lease round trip to the API).
+    turn = learning_turn.with_options(timeout_seconds=timeout + 30,
+                                      tags=set() if config.simulated else {LLM_TAG})
     done = set(run.completed_rounds())
     failed_turns = 0
     try:

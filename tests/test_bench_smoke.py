@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -85,7 +87,7 @@ def test_overhead_core_measures_each_variant(prefect_harness):
 
     result = overhead.run(n=3, repeats=1, breakdown_n=2)
     assert result["bare_ms"]["n"] == 1 and result["mythloop_ms"]["median"] > 0
-    assert set(result["breakdown"]) == {"mythloop_no_tags", "mythloop_no_persist",
+    assert set(result["breakdown"]) == {"mythloop_llm_tag", "mythloop_no_persist",
                                         "bare_payload", "bare_payload_quoted"}
 
 
@@ -139,7 +141,18 @@ def test_results_page_flags_missed_targets_and_failed_parts():
                 "headline": {"wall_with_startup_s": 40.0, "peak_rss_mb": 900.0}},
                 "child_wall_s": 80.0, "load_before": [1, 1, 1], "load_after": [1, 1, 1]},
             "film": {"error": "exit code 1: boom", "child_wall_s": 3.0},
-            "scale": {"absent": "bench/scale.py is not in this checkout", "child_wall_s": 0.1},
+            "scale": {"from_file": "bench/scale.json", "from_run": "then", "figures": {
+                "machine": {"date_utc": "then", "git": "abc", "loadavg": [0.5, 0.5, 0.5]},
+                "sharded_sweep": {
+                    "shape": "2 x 2 x 2", "speedup_2_over_1": 1.8, "warmup_wall_s": 9.0,
+                    "workers_1": {"wall_s": 90.0, "shards_per_worker": {"w1": 4}},
+                    "workers_2": {"wall_s": 50.0, "shards_per_worker": {"w1": 2, "w2": 2}}},
+                "task_burst": {
+                    "sqlite": {"tasks": 1000, "client_done_s": 20.0, "api_all_completed_s": 60.0,
+                               "timed_out": False, "completed_seen": 1000},
+                    "postgres": {"tasks": 1000, "client_done_s": 25.0,
+                                 "api_all_completed_s": None, "timed_out": True,
+                                 "completed_seen": 700}}}},
         },
     }
     page = report.render_results(data)
@@ -147,6 +160,52 @@ def test_results_page_flags_missed_targets_and_failed_parts():
            "**NOT met** |" in page
     assert "seed-sized sweep <= 60 s wall incl. Prefect start-up | 40.0 s | met" in page
     assert "**Failed**: exit code 1: boom" in page
-    assert "Absent: bench/scale.py is not in this checkout" in page
+    assert "the figures of its last run, from `bench/scale.json`: then" in page
+    assert "| 2 | 50.0 s |" in page and "1.80x faster" in page
+    assert "| postgres | 25.0 s | not within the limit (700 seen) |" in page
     assert "The machine was busy" in page
     assert "Sweep flow / plain loop misses 1.5x" in page
+
+
+def test_results_page_explains_a_missed_ratio_with_the_measured_cpu_split():
+    data = {
+        "machine": {"date_utc": "d", "cpu": "c", "cores": 2, "cores_usable": 2, "memory_gb": 1.0,
+                    "os": "o", "python": "3.11.0", "packages": {}, "loadavg": [0.1, 0.1, 0.1],
+                    "git": "abc"},
+        "total_s": 60.0, "load_end": [0.1, 0.1, 0.1],
+        "parts": {"sweep": {"figures": {
+            "config": {"conditions": ["c0", "c3"], "rounds": 6, "replicates": 1,
+                       "prompts": "13", "judge": "simulated", "repeats": 2},
+            "plain_s": common.stats([3.0, 3.0]), "flow_s": common.stats([12.0, 12.0]),
+            "flow_over_plain": common.ratio_stats([12.0, 12.0], [3.0, 3.0]),
+            "prefect_startup_s": 9.0, "first_flow_s": 1.0, "task_runs": 169,
+            "cpu_s": {"plain_client": common.stats([2.9]), "flow_client": common.stats([6.9]),
+                      "flow_server": common.stats([7.0]), "flow_server_after": common.stats([1.0])},
+            "cli": {"wall_s": common.stats([40.0]), "peak_tree_rss_mb": 900.0},
+            "peak_rss_mb": {"bench_process_after_plain": 700.0,
+                            "bench_process_after_flow": 750.0, "prefect_server": 200.0},
+            "same_metrics": True, "failed_turns": {"plain": 0, "flow": 0},
+            "warmup_plain_s": 3.0, "headline": {"wall_with_startup_s": 40.0, "peak_rss_mb": 900.0}},
+            "child_wall_s": 80.0, "load_before": [1, 1, 1], "load_after": [1, 1, 1]}},
+    }
+    page = report.render_results(data)
+    assert "| CPU, Prefect server while the flow ran | 7.00 s" in page
+    assert "for 169 task runs, 53 ms per task run" in page
+    # client: 6.9 - 2.9 = 4.0 s; server: 7.0 + 1.0 = 8.0 s, both per task run
+    assert "the Prefect client adds 4.0 s (24 ms per task run)" in page
+    assert "local Prefect server uses 8.0 s (47 ms per task run)" in page
+    assert "The machine was busy" not in page
+
+
+def test_wait_until_idle_returns_once_a_busy_process_settles():
+    code = "import time\nwhile time.process_time() < 1.0: pass\ntime.sleep(30)"  # 1 CPU-second
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.2)
+        used = common.wait_until_idle(proc.pid, quiet_s=0.3, limit_s=20)
+        assert 0.3 < used < 2.0  # it saw the busy second, then stopped waiting
+        assert proc.poll() is None  # and returned while the process still lives (sleeping)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert common.process_cpu_s(proc.pid) is None

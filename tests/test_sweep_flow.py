@@ -27,6 +27,30 @@ def _sweep(config: SweepConfig):
     return sweep(config)
 
 
+def _sweep_with_turn_tags(config: SweepConfig) -> tuple[dict, list[list[str]]]:
+    """Run the sweep; also return the tags of its learning-turn task runs, read from the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+        TaskRunFilter,
+        TaskRunFilterName,
+    )
+
+    from flows.feedback_loop import sweep
+
+    state = sweep(config, return_state=True)
+    parent = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        shards = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent])))
+        turns = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn ")))
+    return state.result(), [sorted(t.tags) for t in turns]
+
+
 def _comparable(metrics_path: Path) -> dict:
     """Everything the analysis computed; only the run's own metadata (paths, times) differs."""
     metrics = json.loads(metrics_path.read_text())
@@ -36,7 +60,10 @@ def _comparable(metrics_path: Path) -> dict:
 
 def test_sweep_leaves_rounds_turns_raw_texts_metrics_and_report(tmp_path):
     out = tmp_path / "s"
-    result = _sweep(SweepConfig(rounds=2, replicates=1, results_dir=out))
+    result, turn_tags = _sweep_with_turn_tags(SweepConfig(rounds=2, replicates=1,
+                                                          results_dir=out))
+    # a simulated judge calls no model: its turns take no slot of the global `llm` limit
+    assert len(turn_tags) == 2 * 2 * 13 and all(tags == [] for tags in turn_tags)
     for shard in ("c0-rep1", "c3-rep1"):
         for r in (0, 1):
             rows = read_jsonl(out / shard / f"round_{r}.jsonl")
@@ -88,9 +115,10 @@ def test_oracle_judge_makes_c3_beat_c0_on_the_traps(tmp_path):
 def test_a_failed_turn_is_logged_and_the_round_goes_on(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_MODE", "auth")  # the real claude CLI's "Not logged in" answer
     out = tmp_path / "auth"
-    result = _sweep(SweepConfig(conditions=["c3"], rounds=1, judge="claude",
-                                judge_options=JudgeOptions(command=str(FAKES / "claude")),
-                                results_dir=out))
+    result, turn_tags = _sweep_with_turn_tags(SweepConfig(
+        conditions=["c3"], rounds=1, judge="claude",
+        judge_options=JudgeOptions(command=str(FAKES / "claude")), results_dir=out))
+    assert len(turn_tags) == 13 and all(tags == ["llm"] for tags in turn_tags)  # model calls
     turns = read_jsonl(out / "c3-rep1" / "turns.jsonl")
     assert len(turns) == 13
     assert all(t["status"] == "failed" for t in turns)

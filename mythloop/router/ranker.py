@@ -132,6 +132,10 @@ class Router:
 
     def score_vector(self, qvec: np.ndarray) -> dict[str, np.ndarray]:
         """Every breakdown term for every skill, for a normalised query vector."""
+        return self._score(qvec, self.refresh() if self.blend else None)
+
+    def _score(self, qvec: np.ndarray, a: VerdictArrays | None) -> dict[str, np.ndarray]:
+        """score_vector with the verdict arrays already read (one store read per ranking)."""
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         n = len(self.skills)
         sims = (self._emb @ q).reshape(2, n) if n else np.zeros((2, 0), np.float32)
@@ -141,7 +145,6 @@ class Router:
             return {"semantic": semantic, "count_bonus": zeros, "help_match": zeros,
                     "harm_match": zeros, "related_helpful": zeros, "related_harmful": zeros,
                     "status_mult": np.ones(n), "final": semantic}
-        a = self.refresh()
         w = self.weights
         help_match = a.help.max_per_skill(q, n)
         harm_match = a.harm.max_per_skill(q, n)
@@ -160,7 +163,8 @@ class Router:
 
     def rank_vector(self, qvec: np.ndarray, top_k: int | None = 10) -> list[RankedSkill]:
         """Rank for a normalised query vector; top_k None or <= 0 returns every skill."""
-        terms = self.score_vector(qvec)
+        a = self.refresh()  # counters and status are reported with the blend off too
+        terms = self._score(qvec, a)
         final = terms["final"]
         n = final.shape[0]
         k = n if not top_k or top_k <= 0 else min(int(top_k), n)
@@ -168,7 +172,6 @@ class Router:
             return []
         cand = np.argpartition(-final, k - 1)[:k] if k < n else np.arange(n)
         order = cand[np.lexsort((cand, -final[cand]))]  # ties broken by catalog (name) order
-        a = self.refresh()  # counters and status are reported with the blend off too
         rows = []
         for rank, i in enumerate(order.tolist(), start=1):
             skill = self.skills[i]
