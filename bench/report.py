@@ -275,10 +275,10 @@ def _findings(parts: dict) -> list[str]:
             lines.append(f"{r['skills']:,} skills: {r['vectorised']['p50_ms']:.2f} ms, of which "
                          f"reading {r['scanned_mb']:.0f} MB of vectors takes {floor:.2f} ms")
         out.append(f"- **Router misses {len(missed)} latency target(s)** ({'; '.join(missed)}). "
-                   "Ranking is memory-bound: every query reads the skill matrix plus the "
-                   f"context and reason vectors of all {first['reasons']:,} verdicts (a "
-                   f"fixed {first.get('scanned_mb', 0) - first['embedding_matrix_mb']:.0f} MB "
-                   "whatever the pool size). Measured p50 against the "
+                   "Ranking is memory-bound: every query reads the skill matrix, the reason "
+                   f"vectors of all {first['reasons']:,} verdicts (the nearest reasons are "
+                   "searched among all of them, whatever the pool size) and the verdicts' "
+                   "context vectors (one per skill and query). Measured p50 against the "
                    "floor of the bare matrix-vector products: " + "; ".join(lines) + ". "
                    "The floor is what the formula must read; the rest is the scoring around it "
                    "(per-skill max over the verdict groups, the top-k related reasons, the "
@@ -324,16 +324,17 @@ After the fixes above, `python bench/sweep.py --profile ...` (pyinstrument, 6 ro
 took 14.5 s; `acquire_concurrency_slots_with_lease` still took 2.6 s, for the 156 learning turns
 that carried the `llm` tag although the simulated judge calls no model. Fix: a simulated or
 oracle judge's turns carry no tag (flows/feedback_loop.py; a test checks both cases through the
-API). Profiled again, the task engine's share fell from 6.8 s to 4.5 s (task bodies 1.4 s), but
-the flow took 16.7 s, not less: creating the two `condition-run` subflows went from 2.6 s to 6.0 s: the client waits there (and
-in `update_progress_artifact`, ~70 ms a call) for the API, which is busy recording the earlier
-task runs. `py-spy record -p <server pid>` during one flow run: the server process used 11.7 s
-of CPU while the flow ran (client 6.1 s; py-spy's sampling slows the server too) and 2.3 s
-more after it returned. Of its busy
-samples, the task-run recorder took 13%, SQLAlchemy statement compilation 7%, event intake,
-triggers, event persister and HTTP handlers 2-3% each, SQLite's own work 5%, the rest the
-server's event loop and messaging. The local server's CPU per task run, not the sweep's
-code, sets the floor of the flow/plain ratio here.
+API). Profiled again, the task engine's share fell from 6.8 s to 4.5 s (task bodies 1.4 s),
+but the flow took 16.7 s, not less: creating the two `condition-run` subflows went from 2.6 s
+to 6.0 s. The client waits there (and in `update_progress_artifact`, ~70 ms a call) for the
+API, which is busy recording the earlier task runs. `py-spy record -p <server pid>` during one
+flow run: the server process used 11.7 s of CPU while the flow ran (client 6.1 s; py-spy's
+sampling slows the server too) and 2.3 s more after it returned. Of its busy samples, the
+task-run recorder took 13%, SQLAlchemy statement compilation 7%, event intake, triggers,
+event persister and HTTP handlers 2-3% each, SQLite's own work 5%, the rest the server's
+event loop and messaging. The local server's CPU per task run, not the sweep's code, sets
+the floor of the flow/plain ratio here; `make bench` now measures that split (the CPU rows
+of the sweep table).
 """
 
 
