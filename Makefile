@@ -57,8 +57,8 @@ demo-film: setup
 bench: setup
 	$(PY) bench/run_all.py
 
-# The scale part alone (PostgreSQL stack, 1 vs 2 workers, a 1000-task burst; ~10 min):
-# bench/scale.json, folded into bench/RESULTS.md with its date.
+# The scale part alone (PostgreSQL stack, 1 vs 2 workers, a 1000-task burst; ~6 min on a
+# quiet machine): bench/scale.json, folded into bench/RESULTS.md with its date.
 bench-scale: setup
 	$(PY) bench/run_all.py --only scale
 

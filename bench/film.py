@@ -10,7 +10,7 @@
   running it again must reach the render with 0 model calls (stages and codegen cached).
   "Seconds to reach the render" is clocked at the entry of `render_scene`.
 
-    python bench/film.py                  # about 6-10 minutes on 2 busy cores
+    python bench/film.py                  # about 5 minutes on 2 quiet cores, 10+ on busy ones
     python bench/film.py --repeats 1 --no-rerun
 """
 

@@ -199,7 +199,7 @@ def _scale(part: dict) -> list[str]:
     m = f.get("machine", {})
     out = []
     if part.get("from_file"):
-        out += [f"Not run by this `make bench` (it takes ~10 minutes: `make bench-scale`); the "
+        out += [f"Not run by this `make bench` (about 6 more minutes: `make bench-scale`); the "
                 f"figures of its last run, from `{part['from_file']}`: {m.get('date_utc')}, "
                 f"commit {m.get('git')}, load average {m.get('loadavg')} at its start.", ""]
     sweep = f.get("sharded_sweep")

@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
 
 Parts: router (bench/router.py), sweep, film, overhead; and scale (bench/scale.py: the
-PostgreSQL stack, workers and a 1000-task burst, ~10 minutes on its own), which runs only
+PostgreSQL stack, workers and a 1000-task burst, ~6 minutes on its own), which runs only
 when asked for (`--with-scale`, `--only scale`, `make bench-scale`); otherwise RESULTS.md
 shows the figures of its last run from bench/scale.json, dated. Each part runs in a
 child process (so its peak RSS is its own) with a shared bench state folder
@@ -10,7 +10,7 @@ per run (so the first Prefect start-up is a cold one). A part that fails or runs
 time is reported as such; the others still run.
 
     python bench/run_all.py                     # router, sweep, film, overhead: ~10 min on 2 cores
-    python bench/run_all.py --with-scale        # and the scale part: ~20 min
+    python bench/run_all.py --with-scale        # and the scale part: ~16 min
     python bench/run_all.py --quick             # minimal sizes, a smoke run
     python bench/run_all.py --only sweep film   # some parts; the others keep their last figures
 """
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="minimal sizes (a smoke run)")
     parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
     parser.add_argument("--with-scale", action="store_true",
-                        help="also run the scale part (PostgreSQL, workers; ~10 more minutes)")
+                        help="also run the scale part (PostgreSQL, workers; ~6 more minutes)")
     parser.add_argument("--timeout-factor", type=float, default=1.0,
                         help="multiply each part's time limit (a busy machine needs more)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
