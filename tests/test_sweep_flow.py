@@ -27,8 +27,12 @@ def _sweep(config: SweepConfig):
     return sweep(config)
 
 
-def _sweep_with_turn_tags(config: SweepConfig) -> tuple[dict, list[list[str]]]:
-    """Run the sweep; also return the tags of its learning-turn task runs, read from the API."""
+def _sweep_with_turn_tags(config: SweepConfig, turns: int) -> tuple[dict, list[list[str]]]:
+    """Run the sweep; also return the tags of its learning-turn task runs, read from the API.
+
+    The server records task runs from their events after the flow returns, so this waits
+    (up to a minute) until it shows the `turns` expected.
+    """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
@@ -42,13 +46,18 @@ def _sweep_with_turn_tags(config: SweepConfig) -> tuple[dict, list[list[str]]]:
 
     state = sweep(config, return_state=True)
     parent = state.state_details.flow_run_id
+    deadline = time.monotonic() + 60
     with get_client(sync_client=True) as client:
         shards = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent])))
-        turns = client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
-            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn ")))
-    return state.result(), [sorted(t.tags) for t in turns]
+        while True:
+            seen = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
+                task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn ")))
+            if len(seen) >= turns or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    return state.result(), [sorted(t.tags) for t in seen]
 
 
 def _comparable(metrics_path: Path) -> dict:
@@ -60,8 +69,8 @@ def _comparable(metrics_path: Path) -> dict:
 
 def test_sweep_leaves_rounds_turns_raw_texts_metrics_and_report(tmp_path):
     out = tmp_path / "s"
-    result, turn_tags = _sweep_with_turn_tags(SweepConfig(rounds=2, replicates=1,
-                                                          results_dir=out))
+    result, turn_tags = _sweep_with_turn_tags(
+        SweepConfig(rounds=2, replicates=1, results_dir=out), turns=2 * 2 * 13)
     # a simulated judge calls no model: its turns take no slot of the global `llm` limit
     assert len(turn_tags) == 2 * 2 * 13 and all(tags == [] for tags in turn_tags)
     for shard in ("c0-rep1", "c3-rep1"):
@@ -117,7 +126,7 @@ def test_a_failed_turn_is_logged_and_the_round_goes_on(tmp_path, monkeypatch):
     out = tmp_path / "auth"
     result, turn_tags = _sweep_with_turn_tags(SweepConfig(
         conditions=["c3"], rounds=1, judge="claude",
-        judge_options=JudgeOptions(command=str(FAKES / "claude")), results_dir=out))
+        judge_options=JudgeOptions(command=str(FAKES / "claude")), results_dir=out), turns=13)
     assert len(turn_tags) == 13 and all(tags == ["llm"] for tags in turn_tags)  # model calls
     turns = read_jsonl(out / "c3-rep1" / "turns.jsonl")
     assert len(turns) == 13
