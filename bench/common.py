@@ -89,10 +89,12 @@ def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> fl
     while time.monotonic() < deadline:
         time.sleep(quiet_s)
         now = process_cpu_s(pid)
-        if now is None or now - last < 0.05 * quiet_s:
+        if now is None:  # it ended
             break
-        last = now
-    return (last if now is None else now) - start
+        busy, last = now - last, now
+        if busy < 0.05 * quiet_s:
+            break
+    return last - start
 
 
 def _children_map() -> dict[int, list[int]]:
