@@ -16,6 +16,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -24,13 +25,15 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from mythloop.fileio import write_json_atomic, write_text_atomic
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pydantic",
             "pyinstrument", "mythloop")
 
 __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
-           "process_cpu_s", "wait_until_idle"]
+           "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit"]
 
 
 def stats(values: list[float]) -> dict:
@@ -309,9 +312,18 @@ def repo_on_path() -> None:
             sys.path.insert(0, path)
 
 
-def write_json_atomic(path: Path, data: object) -> None:
-    """Write JSON to PATH via a temp file and os.replace (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+@contextlib.contextmanager
+def run_alone(prefix: str):
+    """State for a part run on its own (`python bench/<part>.py`): a temporary state folder
+    and Prefect home, unless a caller (`run_all.py`) already set them."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as state:
+        if "MYTHLOOP_STATE_DIR" not in os.environ:  # keep state out of the checkout
+            os.environ.update(bench_env(Path(state)))
+        yield Path(state)
+
+
+def emit(result: dict, json_path: Path | None) -> None:
+    """Print a part's figures as JSON; also write them to json_path when given."""
+    print(json.dumps(result, indent=2, default=str))
+    if json_path:
+        write_json_atomic(json_path, result)

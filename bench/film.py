@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_env, loadavg, ratio_stats, repo_on_path, run_child, stats  # noqa: E402
+from common import emit, loadavg, ratio_stats, repo_on_path, run_alone, run_child, stats  # noqa: E402
 
 TARGET_RATIO = 1.15
 TARGET_SLACK_S = 15.0
@@ -189,15 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-film-state-") as state:
-        if "MYTHLOOP_STATE_DIR" not in os.environ:
-            os.environ.update(bench_env(Path(state)))
+    with run_alone("bench-film-state-"):
         result = run(args.repeats, not args.no_rerun, args.prompt)
-    print(json.dumps(result, indent=2, default=str))
-    if args.json:
-        from common import write_json_atomic
-
-        write_json_atomic(args.json, result)
+    emit(result, args.json)
     return 0
 
 

@@ -22,15 +22,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_env, loadavg, ratio_stats, repo_on_path, stats  # noqa: E402
+from common import emit, loadavg, ratio_stats, repo_on_path, run_alone, stats  # noqa: E402
 
 
 def _tasks() -> dict:
@@ -128,15 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-breakdown", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-ovh-state-") as state:
-        if "MYTHLOOP_STATE_DIR" not in os.environ:
-            os.environ.update(bench_env(Path(state)))
+    with run_alone("bench-ovh-state-"):
         result = run(args.n, args.repeats, not args.no_breakdown)
-    print(json.dumps(result, indent=2))
-    if args.json:
-        from common import write_json_atomic
-
-        write_json_atomic(args.json, result)
+    emit(result, args.json)
     return 0
 
 

@@ -35,6 +35,7 @@ from common import (  # noqa: E402
     repo_on_path,
     run_child,
     write_json_atomic,
+    write_text_atomic,
 )
 from report import render_results  # noqa: E402
 
@@ -146,9 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             "load_end": loadavg()}
     write_json_atomic(args.out.with_name("results.json"), data)
     text = render_results(data)
-    tmp_out = args.out.with_name(f".{args.out.name}.tmp")
-    tmp_out.write_text(text, encoding="utf-8")
-    tmp_out.replace(args.out)
+    write_text_atomic(args.out, text)
     print(f"[bench] {total / 60:.1f} min; results: {args.out}")
     return 0 if not any("error" in r for r in results.values()) else 1
 

@@ -29,11 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     REPO,
     bench_env,
+    emit,
     loadavg,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
     repo_on_path,
+    run_alone,
     run_child,
     stats,
     wait_until_idle,
@@ -340,17 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path,
                         help="instead: profile one flow run with pyinstrument, text to this file")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-sweep-state-") as state:
-        if "MYTHLOOP_STATE_DIR" not in os.environ:  # run alone: keep state out of the checkout
-            os.environ.update(bench_env(Path(state)))
+    with run_alone("bench-sweep-state-") as state:
         if args.profile:
-            return profile_flow(args.profile, args.rounds, Path(state))
+            return profile_flow(args.profile, args.rounds, state)
         result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats)
-    print(json.dumps(result, indent=2, default=str))
-    if args.json:
-        from common import write_json_atomic
-
-        write_json_atomic(args.json, result)
+    emit(result, args.json)
     return 0
 
 
