@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from mythloop.llm import (
     AuthError,
+    BackendTimeout,
     EmptyOutput,
     ModelUnavailable,
     NetworkError,
@@ -50,6 +52,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(500, err("The server had an error"))
         if model == "missing":
             return self._send(404, err("The model `missing` does not exist"))
+        if model == "slow":
+            time.sleep(3)
+            return self._send(200, {"model": model, "choices": [{"message": {"content": "late"}}]})
         if model == "garbled":
             return self._send(200, "<html>proxy</html>")
         if model == "blank":
@@ -117,3 +122,9 @@ def test_settings_supply_url_and_key(server_url, monkeypatch):
     monkeypatch.setenv("MYTHLOOP_OPENAI_API_KEY", "sk-from-env")
     reply = get_backend("openai", model="ok-env").complete("x", timeout=10)
     assert reply.text == "echo: x" and _Handler.seen[-1]["auth"] == "Bearer sk-from-env"
+
+
+def test_slow_server_is_a_timeout(server_url):
+    with pytest.raises(BackendTimeout) as err:
+        _backend(server_url, "slow").complete("hi", timeout=0.5)
+    assert is_retriable(err.value) and "0.5s" in str(err.value)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
+
+import httpx
 
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import (
@@ -40,23 +40,18 @@ class OpenAIBackend(Backend):
         self.base_url = (base_url or settings.openai_base_url).rstrip("/")
         self.api_key = api_key if api_key is not None else settings.openai_api_key
 
-    def _request(self, body: dict) -> urllib.request.Request:
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        return urllib.request.Request(
-            f"{self.base_url}/chat/completions",
-            data=json.dumps(body).encode("utf-8"),
-            headers=headers,
-            method="POST",
-        )
+        return headers
 
-    def _http_error(self, exc: urllib.error.HTTPError, model: str) -> BackendError:
+    def _http_error(self, response: httpx.Response, model: str) -> BackendError:
         """Map an HTTP status to the error class the callers act on."""
-        body = exc.read().decode("utf-8", errors="replace") if exc.fp else ""
-        detail = first_line(_error_message(body)) or exc.reason or "no body"
+        body = response.text
+        detail = first_line(_error_message(body)) or response.reason_phrase or "no body"
         where = f"openai (model {model}) at {self.base_url}"
-        code = exc.code
+        code = response.status_code
         if code in (401, 403):
             return AuthError(f"{where}: HTTP {code} ({detail}); fix: {login_hint('openai')}")
         if code == 429:
@@ -82,21 +77,20 @@ class OpenAIBackend(Backend):
         messages = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": prompt}
         ]
-        request = self._request({"model": model, "messages": messages})
         started = time.monotonic()
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as resp:
-                raw = resp.read().decode("utf-8", errors="replace")
-        except urllib.error.HTTPError as exc:
-            raise self._http_error(exc, model) from None
-        except TimeoutError as exc:
+            response = httpx.post(f"{self.base_url}/chat/completions",
+                                  json={"model": model, "messages": messages},
+                                  headers=self._headers(), timeout=timeout,
+                                  follow_redirects=True)
+        except httpx.TimeoutException as exc:
             raise BackendTimeout(f"openai (model {model}): no answer within {timeout:g}s") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise BackendTimeout(f"openai (model {model}): no answer within {timeout:g}s") from exc
-            raise NetworkError(f"openai: cannot reach {self.base_url} ({exc.reason})") from exc
-        except (ConnectionError, OSError) as exc:
-            raise NetworkError(f"openai: connection to {self.base_url} failed ({exc})") from exc
+        except httpx.TransportError as exc:
+            reason = first_line(str(exc)) or type(exc).__name__
+            raise NetworkError(f"openai: cannot reach {self.base_url} ({reason})") from exc
+        if response.is_error:
+            raise self._http_error(response, model) from None
+        raw = response.text
         elapsed = time.monotonic() - started
         text, answered_by = _parse_reply(raw, model)
         if not text.strip():
