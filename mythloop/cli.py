@@ -39,13 +39,7 @@ _COMMAND_MODULES = (
 )
 
 for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"mythloop.commands.{_name}")
-    except ModuleNotFoundError as exc:  # an area not built yet registers nothing
-        if exc.name != f"mythloop.commands.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"mythloop.commands.{_name}").register(app)
 
 
 @app.callback()
