@@ -7,8 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 APT_PACKAGES := libcairo2-dev libpango1.0-dev pkg-config ffmpeg texlive-latex-base \
-                texlive-latex-extra dvisvgm chromium postgresql
-# chromium: the UI check of the film run page; postgresql: the scale-out test and demo.
+                texlive-latex-extra dvisvgm chromium postgresql espeak-ng
+# chromium: the UI check of the film run page; postgresql: the scale-out test and demo;
+# espeak-ng: the films' offline voice-over (--voice espeak).
 # Keep everything this project writes inside the checkout.
 export MYTHLOOP_STATE_DIR ?= $(CURDIR)/.mythloop
 export PREFECT_HOME ?= $(MYTHLOOP_STATE_DIR)/prefect

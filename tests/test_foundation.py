@@ -85,3 +85,5 @@ def test_doctor_names_the_fix_when_a_tool_is_missing(tmp_path):
     assert result.returncode == 1
     ffmpeg_line = next(line for line in result.stdout.splitlines() if " ffmpeg " in line)
     assert ffmpeg_line.startswith("FAIL") and "apt-get install" in ffmpeg_line
+    voice_line = next(line for line in result.stdout.splitlines() if " voice " in line)
+    assert voice_line.startswith("warn") and "espeak-ng" in voice_line  # optional: a warning

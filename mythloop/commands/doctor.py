@@ -134,11 +134,25 @@ def _model_clis() -> Check:
                  required=False)
 
 
+def _voice_engines() -> Check:
+    from mythloop.mythos.tts import engine_status
+
+    rows = engine_status()
+    present = [f"{name} ({version})" for name, ok, version in rows if ok]
+    missing = [(name, hint) for name, ok, hint in rows if not ok]
+    if present:
+        return Check("voice", True, "film voice-over engines: " + ", ".join(present),
+                     required=False)
+    return Check("voice", False, "no voice-over engine (films stay silent without --voice)",
+                 "; ".join(f"{name}: {hint}" for name, hint in missing), required=False)
+
+
 CHECKS: list[Callable[[], Check]] = [
     _python_deps,
     _embedding_model,
     _latex,
     lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
+    _voice_engines,
     _prefect_api,
     _model_clis,
 ]

@@ -1,0 +1,130 @@
+"""ffmpeg steps that turn rendered scenes into a film people can watch: voice, captions.
+
+Every step writes its output under a temporary name beside the target and renames it at
+the end, so a killed ffmpeg never leaves a half-written file under the real name. Errors
+raise `MuxError` with the last line ffmpeg printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film"]
+
+_AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
+
+
+class MuxError(RuntimeError):
+    """An ffmpeg/ffprobe step failed; the message has its last error line."""
+
+
+def _ffmpeg() -> str:
+    exe = shutil.which("ffmpeg")
+    if not exe:
+        raise MuxError("ffmpeg not found; fix: apt-get install ffmpeg (make setup installs it)")
+    return exe
+
+
+def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0) -> None:
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise MuxError(f"{Path(args[0]).name} failed (exit {proc.returncode}): "
+                       f"{lines[-1] if lines else 'no output'}")
+
+
+def _temp_for(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return out.with_name(f".{out.stem}.part{out.suffix}")
+
+
+def _produce(args: list[str], out: Path, *, cwd: Path | None = None) -> Path:
+    """Run ffmpeg `args` + a temp output beside `out`, then rename it to `out`."""
+    tmp = _temp_for(out)
+    try:
+        _run([*args, str(tmp.resolve())], cwd=cwd)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def probe(path: Path) -> dict:
+    """ffprobe's JSON: {"streams": [...], "format": {...}}."""
+    exe = shutil.which("ffprobe")
+    if not exe:
+        raise MuxError("ffprobe not found; fix: apt-get install ffmpeg (make setup installs it)")
+    proc = subprocess.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
+                           str(path)], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise MuxError(f"ffprobe cannot read {path}: {proc.stderr.strip()[:200]}")
+    return json.loads(proc.stdout)
+
+
+def duration_of(path: Path, kind: str | None = None) -> float:
+    """Duration in seconds of the file, or of its first stream of `kind` (video/audio)."""
+    info = probe(path)
+    if kind:
+        for stream in info.get("streams", []):
+            if stream.get("codec_type") == kind and stream.get("duration"):
+                return float(stream["duration"])
+    return float(info.get("format", {}).get("duration") or 0.0)
+
+
+def hold_last_frame(video: Path, seconds: float, out: Path) -> Path:
+    """A copy of `video` whose last frame stays up `seconds` longer (re-encoded, same size)."""
+    return _produce([_ffmpeg(), "-y", "-v", "error", "-i", str(video),
+                     "-vf", f"tpad=stop_mode=clone:stop_duration={seconds:.3f}",
+                     "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
+
+
+def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
+    """One WAV: each (clip, span) in order, the clip padded with silence to exactly `span`
+    seconds (a missing clip is silence). Scene i's speech starts where scene i's picture does."""
+    work = out.parent / f".{out.stem}.parts"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        parts = []
+        for index, (clip, span) in enumerate(clips):
+            part = work / f"{index:03d}.wav"
+            source = (["-i", str(clip), "-af", "apad"] if clip else
+                      ["-f", "lavfi", "-i", f"anullsrc=r={_AUDIO_RATE}:cl=mono"])
+            _run([_ffmpeg(), "-y", "-v", "error", *source, "-t", f"{span:.3f}",
+                  "-ar", str(_AUDIO_RATE), "-ac", "1", "-c:a", "pcm_s16le", str(part)])
+            parts.append(part)
+        listing = work / "list.txt"
+        listing.write_text("".join(f"file '{p.name}'\n" for p in parts), encoding="utf-8")
+        return _produce([_ffmpeg(), "-y", "-v", "error", "-f", "concat", "-safe", "0",
+                         "-i", listing.name, "-c", "copy"], out, cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def mux_film(video: Path, out: Path, *, audio: Path | None = None,
+             subtitles: Path | None = None, burn: bool = False) -> Path:
+    """`video` plus an AAC audio track and subtitles: a soft mov_text track, or burnt into
+    the picture with `burn` (re-encodes the video)."""
+    args = [_ffmpeg(), "-y", "-v", "error", "-i", str(video.resolve())]
+    maps = ["-map", "0:v:0"]
+    if audio:
+        args += ["-i", str(audio.resolve())]
+        maps += ["-map", "1:a:0"]
+    codecs = ["-c:a", "aac", "-b:a", "96k"] if audio else []
+    cwd = None
+    if subtitles and burn:
+        # The subtitles filter parses its argument: run beside the file, name it bare.
+        cwd = subtitles.parent
+        codecs += ["-vf", f"subtitles={subtitles.name}", "-c:v", "libx264",
+                   "-pix_fmt", "yuv420p"]
+    else:
+        codecs += ["-c:v", "copy"]
+        if subtitles:
+            args += ["-i", str(subtitles.resolve())]
+            maps += ["-map", f"{2 if audio else 1}:s:0"]
+            codecs += ["-c:s", "mov_text", "-metadata:s:s:0", "language=eng"]
+    return _produce([*args, *maps, *codecs, "-movflags", "+faststart"], out, cwd=cwd)

@@ -1,0 +1,132 @@
+"""Subtitles, offline voice (espeak-ng) and the ffmpeg steps that put them into a film."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mythloop.mythos.avmux import duration_of, hold_last_frame, mux_film, probe, speech_track
+from mythloop.mythos.subtitles import (
+    SceneNarration,
+    cues_for_scenes,
+    format_srt,
+    format_vtt,
+    write_subtitles,
+)
+from mythloop.mythos.tts import TTSError, engine_names, engine_status, get_engine
+
+needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")
+needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
+                                  reason="espeak-ng not installed (make setup installs it)")
+
+
+def _clip(path: Path, seconds: float, colour: str = "blue") -> Path:
+    subprocess.run(["ffmpeg", "-y", "-v", "error", "-f", "lavfi", "-i",
+                    f"color=c={colour}:s=320x180:r=15:d={seconds}", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", str(path)], check=True)
+    return path
+
+
+def test_cues_stay_inside_their_scene_and_follow_word_counts():
+    scenes = [SceneNarration(4.0, ["Heat flows from hot to cold.", "Always."]),
+              SceneNarration(0.0, ["a scene of no length says nothing"]),
+              SceneNarration(6.0, []),
+              SceneNarration(5.0, ["The rate depends on curvature of the temperature."])]
+    cues = cues_for_scenes(scenes)
+    assert [c.text for c in cues] == ["Heat flows from hot to cold.", "Always.",
+                                      "The rate depends on curvature of the temperature."]
+    first, second, third = cues
+    assert 0 <= first.start < first.end <= second.start < second.end <= 4.0
+    assert (first.end - first.start) > (second.end - second.start)  # six words vs one
+    assert 10.0 <= third.start < third.end <= 15.0  # after 4 s + 0 s + 6 s of silence
+
+
+def test_srt_and_vtt_formats(tmp_path):
+    cues = cues_for_scenes([SceneNarration(3725.5, ["one line"])])
+    srt = format_srt(cues)
+    assert re.fullmatch(r"1\n00:00:00,000 --> 01:02:05,\d{3}\none line\n", srt)
+    vtt = format_vtt(cues)
+    assert vtt.startswith("WEBVTT\n\n00:00:00.000 --> 01:02:05.")
+    srt_path, vtt_path = write_subtitles(cues, tmp_path / "film")
+    assert srt_path.read_text() == srt and vtt_path.name == "film.vtt"
+
+
+def test_unknown_engine_names_the_choices():
+    assert "espeak" in engine_names()
+    with pytest.raises(TTSError, match="espeak"):
+        get_engine("festival-9000")
+
+
+@needs_espeak
+def test_espeak_speaks_a_wav_of_plausible_length(tmp_path):
+    engine = get_engine("espeak")
+    short = engine.synthesize("Heat.", tmp_path / "a.wav")
+    long = engine.synthesize("-- The heat equation says that heat flows from hot regions "
+                             "to cold ones, at a rate set by the curvature.", tmp_path / "b.wav")
+    assert 0.1 < short < long < 20
+    assert dict((name, ok) for name, ok, _ in engine_status())["espeak"] is True
+
+
+def test_missing_espeak_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(TTSError, match="apt-get install espeak-ng"):
+        get_engine("espeak")
+
+
+@needs_ffmpeg
+def test_hold_last_frame_lengthens_a_scene(tmp_path):
+    clip = _clip(tmp_path / "s.mp4", 2.0)
+    held = hold_last_frame(clip, 1.5, tmp_path / "held.mp4")
+    assert duration_of(held, "video") == pytest.approx(3.5, abs=0.15)
+    assert not list(tmp_path.glob(".*part*"))
+
+
+@needs_ffmpeg
+@needs_espeak
+def test_voice_and_soft_subtitles_make_one_stream_each(tmp_path):
+    video = _clip(tmp_path / "film_video.mp4", 5.0)
+    clip = tmp_path / "v1.wav"
+    spoken = get_engine("espeak").synthesize("Two seconds or so of speech.", clip)
+    assert spoken < 3.0
+    track = speech_track([(clip, 3.0), (None, 2.0)], tmp_path / "voice.wav")
+    assert duration_of(track) == pytest.approx(5.0, abs=0.05)
+    srt, _ = write_subtitles(cues_for_scenes([SceneNarration(3.0, ["speech"]),
+                                              SceneNarration(2.0, ["quiet"])]),
+                             tmp_path / "film")
+    film = mux_film(video, tmp_path / "film.mp4", audio=track, subtitles=srt)
+    kinds = sorted(s["codec_type"] for s in probe(film)["streams"])
+    assert kinds == ["audio", "subtitle", "video"]
+    assert abs(duration_of(film, "audio") - duration_of(film, "video")) < 0.2
+
+
+@needs_ffmpeg
+def test_burnt_subtitles_change_the_picture(tmp_path):
+    video = _clip(tmp_path / "v.mp4", 2.0, colour="black")
+    srt, _ = write_subtitles(cues_for_scenes([SceneNarration(2.0, ["WHITE TEXT HERE"])]),
+                             tmp_path / "subs dir with space" / "film")
+    burnt = mux_film(video, tmp_path / "burnt.mp4", subtitles=srt, burn=True)
+    kinds = [s["codec_type"] for s in probe(burnt)["streams"]]
+    assert kinds == ["video"]
+
+    def mean_luma(path: Path) -> float:
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-ss", "1", "-i", str(path), "-frames:v",
+                              "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+                             capture_output=True, check=True).stdout
+        return sum(raw) / len(raw)
+
+    assert mean_luma(burnt) > mean_luma(video) + 0.5
+
+
+@needs_ffmpeg
+def test_failed_mux_leaves_no_file(tmp_path):
+    from mythloop.mythos.avmux import MuxError
+
+    bad = tmp_path / "not_a_video.mp4"
+    bad.write_text("nope")
+    with pytest.raises(MuxError, match="ffmpeg failed"):
+        mux_film(bad, tmp_path / "out.mp4")
+    assert not (tmp_path / "out.mp4").exists() and not list(tmp_path.glob(".out*"))
