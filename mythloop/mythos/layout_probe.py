@@ -1,0 +1,119 @@
+"""Records where a scene's text and formulas are at each beat end (inside the render).
+
+Self-contained on purpose: the render sandbox runs this file's source next to manim
+(it may not be able to import mythloop), so it imports only the standard library, numpy
+and manim. `install(path)` wraps `Scene.wait` and `Scene.tear_down`; after every wait and
+once at the end it notes each visible text-like mobject (Text, MarkupText, Paragraph,
+MathTex, Tex, ...) with its box in frame coordinates (the camera's projection applied, so
+zoom, moving frames and 3D orientation count; fixed-in-frame mobjects as they are), its
+em height in pixels at the render's quality, and writes everything as JSON to `path`.
+`mythloop.mythos.layout.check_layout` judges the record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+_EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
+
+
+def install(out_path: str) -> None:
+    import numpy as np
+    from manim import Scene, config
+    from manim.mobject.text.tex_mobject import SingleStringMathTex
+    from manim.mobject.text.text_mobject import MarkupText, Paragraph, Text
+
+    text_types = (Text, MarkupText, Paragraph, SingleStringMathTex)
+    snapshots: list[dict] = []
+
+    def label_of(mob) -> str:
+        raw = getattr(mob, "original_text", None) or getattr(mob, "tex_string", None) or \
+            getattr(mob, "text", None) or type(mob).__name__
+        return " ".join(str(raw).split())[:60]
+
+    def visible(mob) -> bool:
+        family = mob.get_family()
+        return any(m.get_fill_opacity() > 0.05 or m.get_stroke_opacity() > 0.05
+                   for m in family if len(m.points))
+
+    def outermost_texts(mobjects):
+        found = []
+
+        def walk(mob):
+            if isinstance(mob, text_types):
+                found.append(mob)
+                return
+            for sub in mob.submobjects:
+                walk(sub)
+
+        for mob in mobjects:
+            walk(mob)
+        return found
+
+    def frame_of(scene):
+        """(project(points) -> 2D points, frame width, frame height) for this camera."""
+        camera = scene.camera
+        fixed = set(getattr(camera, "fixed_in_frame_mobjects", ()) or ())
+        width, height = config.frame_width, config.frame_height
+        if hasattr(camera, "project_points"):
+            def project(mob, pts):
+                return pts if mob in fixed else camera.project_points(pts)
+            return project, width, height, fixed
+        frame = getattr(camera, "frame", None)
+        if frame is not None:
+            center = frame.get_center()
+            return (lambda mob, pts: pts - center), frame.width, frame.height, fixed
+        center = np.array(getattr(camera, "frame_center", (0, 0, 0)))
+        return (lambda mob, pts: pts - center), width, height, fixed
+
+    def snapshot(scene, at: str) -> None:
+        project, width, height, fixed = frame_of(scene)
+        px_per_unit = config.pixel_height / height
+        items = []
+        for mob in outermost_texts(scene.mobjects):
+            if not visible(mob):
+                continue
+            pts = mob.get_all_points()
+            if not len(pts):
+                continue
+            flat = project(mob, pts)
+            xmin, ymin = float(flat[:, 0].min()), float(flat[:, 1].min())
+            xmax, ymax = float(flat[:, 0].max()), float(flat[:, 1].max())
+            font = getattr(mob, "font_size", None)
+            if mob not in fixed and hasattr(scene.camera, "get_zoom"):
+                zoom = float(scene.camera.get_zoom())
+            else:
+                zoom = 1.0
+            em_units = (float(font) * _EM_PER_FONT_UNIT * zoom if font else
+                        (ymax - ymin) / max(1, label_of(mob).count("\\\\") + 1))
+            items.append({
+                "kind": "math" if isinstance(mob, SingleStringMathTex) else "text",
+                "label": label_of(mob),
+                "box": [round(v, 4) for v in (xmin, ymin, xmax, ymax)],
+                "em_px": round(em_units * px_per_unit, 2),
+            })
+        snapshots.append({"at": at, "t": round(float(getattr(scene.renderer, "time", 0.0)), 3),
+                          "frame": [round(width, 4), round(height, 4)], "items": items})
+
+    original_wait = Scene.wait
+    original_tear_down = Scene.tear_down
+
+    def wait(self, *args, **kwargs):
+        result = original_wait(self, *args, **kwargs)
+        count = sum(1 for s in snapshots if s["at"].startswith("wait")) + 1
+        snapshot(self, f"wait {count}")
+        return result
+
+    def tear_down(self):
+        snapshot(self, "end")
+        record = {"scene": type(self).__name__, "pixel_height": config.pixel_height,
+                  "snapshots": snapshots}
+        tmp = f"{out_path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
+        os.replace(tmp, out_path)
+        return original_tear_down(self)
+
+    Scene.wait = wait
+    Scene.tear_down = tear_down

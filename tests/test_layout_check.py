@@ -1,0 +1,55 @@
+"""The model-free layout check: a formula placed off-frame, overlapping or tiny text are
+flagged from a real (dry-run) manim pass over fixture scenes; a clean scene is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mythloop.mythos.layout import check_layout, format_findings, probe_scene
+
+SCENES = Path(__file__).parent / "scenes" / "layout_scenes.py"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    out = {}
+    for name in ("Clean", "OffFrame", "Zoomed"):
+        work = tmp_path_factory.mktemp(name)
+        out[name] = probe_scene(SCENES, name, quality="l", workdir=work)
+    return out
+
+
+def test_clean_scene_has_no_findings(records):
+    record = records["Clean"]
+    assert [s["at"] for s in record["snapshots"]] == ["wait 1", "wait 2", "end"]
+    labels = {item["label"] for s in record["snapshots"] for item in s["items"]}
+    assert "heat flows from hot to cold" in labels  # texts were seen, and found fine
+    assert check_layout(record) == []
+
+
+def test_off_frame_overlap_and_tiny_text_are_flagged(records):
+    findings = check_layout(records["OffFrame"])
+    kinds = {f.kind: f for f in findings}
+    assert set(kinds) == {"off_frame", "overlap", "too_small"}
+    assert "u_t" in kinds["off_frame"].what and "right edge" in kinds["off_frame"].detail
+    assert "overlapping A" in kinds["overlap"].what and "overlapping B" in kinds["overlap"].what
+    assert "tiny footnote" in kinds["too_small"].what
+    text = format_findings(findings)
+    assert text.count("\n- ") == 3 and "inside the frame" in text
+
+
+def test_camera_zoom_counts_and_fixed_captions_do_not_move(records):
+    """E = mc^2 fits the unzoomed frame but not at zoom 3; the fixed caption stays put."""
+    findings = check_layout(records["Zoomed"])
+    assert [(f.kind, f.what) for f in findings] == [("off_frame", "math 'E = mc^2'")]
+
+
+def test_quality_changes_what_is_readable():
+    record = {"pixel_height": 480, "snapshots": [{"at": "end", "t": 1.0, "frame": [14.2, 8.0],
+              "items": [{"kind": "text", "label": "small", "box": [0, 0, 1, 0.2],
+                         "em_px": 12.0}]}]}
+    assert [f.kind for f in check_layout(record)] == ["too_small"]
+    record["snapshots"][0]["items"][0]["em_px"] = 27.0  # the same text at 1080p
+    assert check_layout(record) == []
