@@ -1,0 +1,206 @@
+"""Read-only HTTP access to film runs and sweep results, for the Prefect UI's links.
+
+A film made from the Prefect UI is a file on the server's disk; a browser on another tab
+(or machine, through an SSH tunnel) needs an http address. `mythloop serve` runs a
+`PreviewServer` on loopback next to the UI: GET/HEAD only, paths confined to the runs and
+results folders, byte ranges for video seeking, no directory listings. While it runs,
+`<state>/preview.json` tells films where it is, so their link artifacts point at it.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import os
+import threading
+import urllib.parse
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from mythloop.fileio import write_json_atomic
+
+__all__ = ["PreviewServer", "preview_file", "preview_base_url", "preview_url_for",
+           "default_roots"]
+
+_CHUNK = 256 * 1024
+_TYPES = {".mp4": "video/mp4", ".webm": "video/webm", ".png": "image/png",
+          ".vtt": "text/vtt; charset=utf-8", ".srt": "application/x-subrip; charset=utf-8",
+          ".md": "text/markdown; charset=utf-8", ".json": "application/json",
+          ".jsonl": "application/x-ndjson", ".py": "text/plain; charset=utf-8",
+          ".txt": "text/plain; charset=utf-8", ".wav": "audio/wav"}
+
+
+def default_roots() -> dict[str, Path]:
+    """URL prefix -> folder: film runs and sweep results of this state folder."""
+    from mythloop.settings import get_settings
+
+    settings = get_settings()
+    return {"runs": settings.resolved_runs_dir, "results": settings.resolved_results_dir}
+
+
+def preview_file() -> Path:
+    from mythloop.settings import get_settings
+
+    return get_settings().state_root / "preview.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def preview_base_url() -> str | None:
+    """The running preview server's address for this state folder, or None."""
+    try:
+        info = json.loads(preview_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not _pid_alive(int(info.get("pid", 0) or 0)):
+        return None
+    return info.get("url")
+
+
+def preview_url_for(path: Path) -> str | None:
+    """The http address of a file under the runs/results folders, when a preview server
+    of this state folder runs; None otherwise (or for a file outside those folders)."""
+    base = preview_base_url()
+    if not base:
+        return None
+    info = json.loads(preview_file().read_text(encoding="utf-8"))
+    target = Path(path).resolve()
+    for prefix, root in info.get("roots", {}).items():
+        try:
+            rel = target.relative_to(Path(root))
+        except ValueError:
+            continue
+        return f"{base}/{prefix}/" + urllib.parse.quote(rel.as_posix())
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "mythloop-preview"
+    roots: dict[str, Path] = {}
+
+    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+        pass  # quiet: one line per request would drown the serve command's output
+
+    def _resolve(self) -> Path | None:
+        raw = urllib.parse.urlsplit(self.path).path
+        parts = [p for p in urllib.parse.unquote(raw).split("/") if p]
+        if len(parts) < 2 or parts[0] not in self.roots or any(p in (".", "..") for p in parts):
+            return None
+        root = self.roots[parts[0]].resolve()
+        target = root.joinpath(*parts[1:]).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return None  # symlinks out of the folder and directories are not served
+        return target
+
+    def do_HEAD(self):  # noqa: N802
+        self._serve(body=False)
+
+    def do_GET(self):  # noqa: N802
+        self._serve(body=True)
+
+    def _refuse(self) -> None:
+        self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, "read-only")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
+
+    def _serve(self, *, body: bool) -> None:
+        target = self._resolve()
+        if target is None:
+            self.send_error(HTTPStatus.NOT_FOUND, "not found")
+            return
+        size = target.stat().st_size
+        start, end = 0, size - 1
+        status = HTTPStatus.OK
+        wanted = self.headers.get("Range", "")
+        if wanted.startswith("bytes=") and "," not in wanted:
+            first, _, last = wanted[6:].partition("-")
+            try:
+                if first:
+                    start, end = int(first), int(last) if last else size - 1
+                else:
+                    start, end = max(0, size - int(last)), size - 1
+            except ValueError:
+                start, end = 0, size - 1
+            else:
+                if start >= size or start > end:
+                    self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+                    self.send_header("Content-Range", f"bytes */{size}")
+                    self.end_headers()
+                    return
+                end = min(end, size - 1)
+                status = HTTPStatus.PARTIAL_CONTENT
+        kind = _TYPES.get(target.suffix.lower()) or mimetypes.guess_type(target.name)[0] \
+            or "application/octet-stream"
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Access-Control-Allow-Origin", "*")  # the UI page embeds the media
+        if status == HTTPStatus.PARTIAL_CONTENT:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.end_headers()
+        if not body:
+            return
+        with open(target, "rb") as handle:
+            handle.seek(start)
+            left = end - start + 1
+            while left > 0:
+                chunk = handle.read(min(_CHUNK, left))
+                if not chunk:
+                    break
+                try:
+                    self.wfile.write(chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the player stopped reading (a seek): fine
+                left -= len(chunk)
+
+
+class PreviewServer:
+    """A ThreadingHTTPServer on a background thread; `with PreviewServer(...) as s: s.url`."""
+
+    def __init__(self, roots: dict[str, Path] | None = None, *, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        self.roots = {k: Path(v).resolve() for k, v in (roots or default_roots()).items()}
+        for root in self.roots.values():
+            root.mkdir(parents=True, exist_ok=True)
+        handler = type("PreviewHandler", (_Handler,), {"roots": self.roots})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="preview",
+                                        daemon=True)
+        self._record: Path | None = None
+
+    def start(self, *, record: bool = False) -> PreviewServer:
+        self._thread.start()
+        if record:  # tell films of this state folder where to link
+            self._record = preview_file()
+            write_json_atomic(self._record, {"url": self.url, "pid": os.getpid(),
+                                             "roots": {k: str(v) for k, v in self.roots.items()}})
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._record is not None:
+            try:
+                if json.loads(self._record.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                    self._record.unlink()
+            except (OSError, ValueError):
+                pass
+
+    def __enter__(self) -> PreviewServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
