@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.avmux import duration_of, hold_last_frame, mux_film, probe, speech_track
+from mythloop.mythos.avmux import (
+    duration_of,
+    hold_last_frame,
+    mux_film,
+    poster_frame,
+    probe,
+    speech_track,
+)
 from mythloop.mythos.subtitles import (
     SceneNarration,
     cues_for_scenes,
@@ -130,3 +137,19 @@ def test_failed_mux_leaves_no_file(tmp_path):
     with pytest.raises(MuxError, match="ffmpeg failed"):
         mux_film(bad, tmp_path / "out.mp4")
     assert not (tmp_path / "out.mp4").exists() and not list(tmp_path.glob(".out*"))
+
+
+@needs_ffmpeg
+def test_poster_frame_is_a_png_from_the_middle(tmp_path):
+    _clip(tmp_path / "a.mp4", 2.0, colour="black")
+    _clip(tmp_path / "b.mp4", 2.0, colour="white")
+    listing = tmp_path / "list.txt"
+    listing.write_text("file 'a.mp4'\nfile 'b.mp4'\n")
+    subprocess.run(["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
+                    str(listing), "-c", "copy", str(tmp_path / "ab.mp4")], check=True)
+    poster = poster_frame(tmp_path / "ab.mp4", tmp_path / "poster.png", at=3.0)
+    assert poster.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    info = probe(poster)["streams"][0]
+    assert (info["width"], info["height"]) == (320, 180)
+    early = poster_frame(tmp_path / "ab.mp4", tmp_path / "early.png", at=0.5)
+    assert early.stat().st_size != poster.stat().st_size  # black vs white frame

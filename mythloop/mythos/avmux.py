@@ -14,7 +14,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film"]
+__all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
+           "poster_frame"]
 
 _AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
 
@@ -128,3 +129,10 @@ def mux_film(video: Path, out: Path, *, audio: Path | None = None,
             maps += ["-map", f"{2 if audio else 1}:s:0"]
             codecs += ["-c:s", "mov_text", "-metadata:s:s:0", "language=eng"]
     return _produce([*args, *maps, *codecs, "-movflags", "+faststart"], out, cwd=cwd)
+
+
+def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
+    """A PNG of the frame at `at` seconds (default: the middle of the video)."""
+    when = duration_of(video, "video") / 2 if at is None else at
+    return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", "-i", str(video),
+                     "-frames:v", "1", "-f", "image2"], out)
