@@ -139,15 +139,18 @@ def _is_timeout(error: BaseException | str) -> bool:
     return isinstance(error, BackendTimeout | TimeoutError) or "timed out" in str(error).lower()
 
 
-def _prepare_results_dir(config: SweepConfig) -> tuple[Path, bool]:
+def _resolved_results_dir(config: SweepConfig) -> Path:
+    return (config.results_dir or default_results_dir(
+        get_settings().resolved_results_dir)).expanduser().resolve()
+
+
+def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -> Path:
     """Check the inputs, then create the results dir and write sweep.json.
 
-    Returns the dir and whether this call created it. Nothing is written when a check fails.
+    Nothing is written when a check fails (InputError, a ValueError with one line).
     """
-    checked = check_inputs(config)  # one-line InputError (a ValueError) before any write
-    results_dir = (config.results_dir or default_results_dir(
-        get_settings().resolved_results_dir)).expanduser().resolve()
-    created = not results_dir.exists()
+    checked = check_inputs(config)
+    results_dir = results_dir or _resolved_results_dir(config)
     results_dir.mkdir(parents=True, exist_ok=True)
     meta_path = results_dir / "sweep.json"
     previous = {}
@@ -181,7 +184,7 @@ def _prepare_results_dir(config: SweepConfig) -> tuple[Path, bool]:
         "mythloop_version": mythloop.__version__,
         "python": sys.version.split()[0],
     })
-    return results_dir, created
+    return results_dir
 
 
 def _remove_if_unused(results_dir: Path) -> None:
@@ -195,7 +198,9 @@ def _remove_if_unused(results_dir: Path) -> None:
 @flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
 def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic default)
     """Run conditions x replicates x rounds of measure -> learn, then the analysis."""
-    results_dir, created = _prepare_results_dir(config)
+    results_dir = _resolved_results_dir(config)
+    created = not results_dir.exists()
+    results_dir = _prepare_results_dir(config, results_dir)
     say(f"[sweep] results -> {results_dir}")
     say(f"[sweep] judge: {judge_label(config)}")
     try:
