@@ -54,7 +54,8 @@ def analyze_command(
     issues = metrics.get("data_issues") or []
     if issues:
         console.print(f"[bold yellow]data issues[/bold yellow]: {len(issues)} (the rows "
-                      "concerned were left out; also in the report's Data issues)")
+                      "concerned were left out; also in the report's Data issues)",
+                      soft_wrap=True)
         for issue in issues:
             where = f"{issue['file']}:{issue['line']}" if issue.get("line") else issue["file"]
             console.print(f"  {where}: {issue['problem']}", highlight=False, soft_wrap=True,
