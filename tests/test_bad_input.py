@@ -336,3 +336,18 @@ def test_film_names_its_offline_backend(prefect_harness, tmp_path):
     labelled = [line for line in res.stdout.splitlines() if line.startswith("backend:")]
     assert labelled == ["backend: offline (no model: deterministic offline stand-ins wrote "
                         "every stage)"] * 2
+
+
+def test_analyze_prints_the_data_issues_it_found(ws):
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    turns = ws["earlier"] / "c0-rep1" / "turns.jsonl"
+    turns.write_text(turns.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    lines = len(turns.read_text(encoding="utf-8").splitlines())
+    res = CliRunner().invoke(app, ["analyze", str(ws["earlier"])])
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((ws["earlier"] / "metrics.json").read_text(encoding="utf-8"))
+    assert f"data issues: {len(metrics['data_issues'])} " in res.stdout
+    assert f"c0-rep1/turns.jsonl:{lines}: malformed JSON" in res.stdout
