@@ -203,6 +203,7 @@ def test_unknown_judge_and_condition(ws):
              names=("unknown judge 'gpt-oracle'", "simulated"))
     rejected(ws, *sweep_args(ws, **{"--conditions": "c0,c9"}),
              names=("unknown condition(s) c9",))
+    rejected(ws, *sweep_args(ws, **{"--rounds": 500}), names=("--rounds", "100"))
 
 
 # ---- route and analyze ----------------------------------------------------------------------
@@ -224,6 +225,12 @@ def test_route_store_under_a_missing_folder(ws):
 def test_analyze_abstain_threshold_out_of_range(ws, value):
     rejected(ws, "analyze", ws["earlier"], "--abstain-threshold", value,
              names=("--abstain-threshold", "between 0 and 1"))
+
+
+def test_film_unknown_backend(ws):
+    rejected(ws, "film", "the heat equation", "--backend", "gpt", "--runs-dir",
+             ws["root"] / "runs", names=("backend", "'offline'"))
+    assert not (ws["root"] / "runs").exists()
 
 
 # ---- the models behind the CLI and the Prefect UI form --------------------------------------

@@ -71,7 +71,7 @@ def sweep(
             seed=seed, results_dir=results_dir.resolve() if results_dir else None,
             shard_deployment=shard_deployment, strict=strict)
     except ValidationError as exc:
-        _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+        _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
     # Pool, prompts and results dir are checked here, before a Prefect server starts.
     try:
         checked = check_inputs(config)
@@ -96,6 +96,12 @@ def sweep(
                    "listed in sweep.json and the report's Data issues (--strict stops on them)")
     typer.echo(f"judge:   {judge_label(config)}")
     typer.echo(ui_hint())
+
+
+def _option(loc: tuple) -> str:
+    """The CLI option behind a SweepConfig field ("judge_options.noise" -> --noise)."""
+    name = str(loc[-1]) if loc else "config"
+    return "--prompts" if name == "prompts_file" else "--" + name.replace("_", "-")
 
 
 def _fail(message: str) -> None:
