@@ -34,6 +34,7 @@ from mythloop.llm import LLM_TAG
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
+from mythloop.sweep.inputs import check_inputs, judge_label
 from tasks.analysis import analyze_results, artifact_key
 from tasks.hooks import record_sweep_failure
 from tasks.sweep import learning_turn, measure_round
@@ -138,19 +139,24 @@ def _is_timeout(error: BaseException | str) -> bool:
     return isinstance(error, BackendTimeout | TimeoutError) or "timed out" in str(error).lower()
 
 
-def _prepare_results_dir(config: SweepConfig) -> Path:
-    results_dir = (config.results_dir or default_results_dir(
+def _resolved_results_dir(config: SweepConfig) -> Path:
+    return (config.results_dir or default_results_dir(
         get_settings().resolved_results_dir)).expanduser().resolve()
+
+
+def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -> Path:
+    """Check the inputs, then create the results dir and write sweep.json.
+
+    Nothing is written when a check fails (InputError, a ValueError with one line).
+    """
+    checked = check_inputs(config)
+    results_dir = results_dir or _resolved_results_dir(config)
     results_dir.mkdir(parents=True, exist_ok=True)
     meta_path = results_dir / "sweep.json"
     previous = {}
     if meta_path.exists():
         previous = json.loads(meta_path.read_text(encoding="utf-8"))
-        if previous.get("fingerprint") not in (None, config.fingerprint()):
-            raise ValueError(
-                f"{results_dir} holds a different sweep (other conditions, judge, pool or seed); "
-                "choose another --results-dir or delete it")
-    prompts, file_seed = load_prompts(config.resolved_prompts_file())
+    prompts, file_seed = checked.prompts, checked.file_seed
     seed = config.seed if config.seed is not None else file_seed
     from mythloop.sweep.config import replicate_seed
 
@@ -168,6 +174,8 @@ def _prepare_results_dir(config: SweepConfig) -> Path:
                                                 else None),
         "embedder": embedder, "pool": str(config.resolved_pool()),
         "prompts_file": str(config.resolved_prompts_file()), "prompts": len(prompts),
+        # Invalid SKILL.md files left out of the pool (the report lists them as data issues).
+        "catalog_issues": checked.catalog_issues(),
         "seed": seed,
         "replicate_seeds": {str(k): replicate_seed(seed, k)
                             for k in range(1, config.replicates + 1)},
@@ -179,11 +187,31 @@ def _prepare_results_dir(config: SweepConfig) -> Path:
     return results_dir
 
 
+def _remove_if_unused(results_dir: Path) -> None:
+    """Delete a results dir this sweep created when it failed before any round was written."""
+    import shutil
+
+    if not any(results_dir.glob("*/round_*.jsonl")):
+        shutil.rmtree(results_dir, ignore_errors=True)
+
+
 @flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
 def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic default)
     """Run conditions x replicates x rounds of measure -> learn, then the analysis."""
-    results_dir = _prepare_results_dir(config)
+    results_dir = _resolved_results_dir(config)
+    created = not results_dir.exists()
+    results_dir = _prepare_results_dir(config, results_dir)
     say(f"[sweep] results -> {results_dir}")
+    say(f"[sweep] judge: {judge_label(config)}")
+    try:
+        return _run_sweep(config, results_dir)
+    except BaseException:
+        if created:  # a sweep that never ran a round leaves no empty results dir behind
+            _remove_if_unused(results_dir)
+        raise
+
+
+def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
     total = len(config.conditions) * config.replicates * config.rounds
     progress_id = create_progress_artifact(
         progress=0.0, key=artifact_key(config.judge, "progress"),

@@ -51,6 +51,22 @@ def test_a_failed_real_sweep_records_its_failure(prefect_harness, tmp_path: Path
     from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
 
+    # Inputs are checked before anything runs, so the failure here is a model that cannot load.
+    config = SweepConfig(conditions=["c0"], rounds=1, embedder=str(tmp_path / "no-such-model"),
+                         results_dir=tmp_path / "results")
+    state = sweep(config, return_state=True)
+    assert state.is_failed()
+    markdown = _failure_artifact(state.state_details.flow_run_id)
+    assert "c0-rep1" in markdown  # the condition subflow that failed
+    assert "no-such-model" in markdown
+    assert str(tmp_path / "results") in markdown
+    assert not (tmp_path / "results").exists()  # it never ran a round: nothing left behind
+
+
+def test_a_sweep_with_bad_inputs_records_its_failure(prefect_harness, tmp_path: Path):
+    from flows.feedback_loop import sweep
+    from mythloop.sweep import SweepConfig
+
     empty_pool = tmp_path / "pool"
     empty_pool.mkdir()
     config = SweepConfig(conditions=["c0"], rounds=1, pool=empty_pool,
@@ -58,9 +74,8 @@ def test_a_failed_real_sweep_records_its_failure(prefect_harness, tmp_path: Path
     state = sweep(config, return_state=True)
     assert state.is_failed()
     markdown = _failure_artifact(state.state_details.flow_run_id)
-    assert "c0-rep1" in markdown  # the condition subflow that failed
-    assert "no valid skills" in markdown
-    assert str(tmp_path / "results") in markdown
+    assert "no valid skill in pool" in markdown and "the flow itself raised" in markdown
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize("message", ["a | pipe", "line one\nline two"])

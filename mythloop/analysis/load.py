@@ -222,6 +222,18 @@ def _expected_rounds(sweep: dict[str, Any], boxes: list[Sandbox]) -> list[int]:
     return sorted(found)
 
 
+def _catalog_issues(sweep: dict[str, Any]) -> list[DataIssue]:
+    """Invalid SKILL.md files the sweep left out of its pool (sweep.json `catalog_issues`)."""
+    rows = sweep.get("catalog_issues")
+    if not isinstance(rows, list):
+        return []
+    return [
+        DataIssue(str(row["file"]), f"invalid skill left out of the pool: {row['problem']}")
+        for row in rows
+        if isinstance(row, dict) and row.get("file") and row.get("problem")
+    ]
+
+
 def load_results(results_dir: str | Path) -> SweepResults:
     """Read sweep.json, every sandbox's round files and turn log."""
     root = Path(results_dir).expanduser().resolve()
@@ -251,6 +263,7 @@ def load_results(results_dir: str | Path) -> SweepResults:
                 issues.append(
                     DataIssue(f"{box.label}/turns.jsonl", f"no turns for round {round_idx}")
                 )
+    issues.extend(_catalog_issues(sweep))
     return SweepResults(
         root=root,
         sweep=sweep,

@@ -18,6 +18,11 @@ def analyze_command(
     ),
 ) -> None:
     """Recompute metrics.json, report.md and the four figures from the files alone."""
+    if abstain_threshold is not None and not 0.0 <= abstain_threshold <= 1.0:
+        # Checked before the analysis (numpy, matplotlib) is imported: a quick, clear refusal.
+        typer.echo(f"error: --abstain-threshold {abstain_threshold:g} is out of range: it is a "
+                   "top-score (cosine similarity) cut-off between 0 and 1, e.g. 0.45", err=True)
+        raise typer.Exit(2)
     import json
 
     from rich.console import Console
@@ -27,16 +32,18 @@ def analyze_command(
     from mythloop.analysis.report import console_rows
 
     console = Console()
+    errors = Console(stderr=True)
     try:
         result = analyze(results_dir, abstain_threshold=abstain_threshold)
     except AnalysisError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from exc
     if result.simulated:
         console.print(
             "[bold yellow]SIMULATED JUDGE[/bold yellow]: verdicts are synthetic, not a model's."
         )
-    rows = console_rows(json.loads(result.metrics_path.read_text(encoding="utf-8")))
+    metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
+    rows = console_rows(metrics)
     if rows:
         table = Table(title="headline: first -> last round mean [95% CI over replicates]")
         for column in rows[0]:
@@ -44,6 +51,15 @@ def analyze_command(
         for row in rows:
             table.add_row(*row.values())
         console.print(table)
+    issues = metrics.get("data_issues") or []
+    if issues:
+        console.print(f"[bold yellow]data issues[/bold yellow]: {len(issues)} (the rows "
+                      "concerned were left out; also in the report's Data issues)",
+                      soft_wrap=True)
+        for issue in issues:
+            where = f"{issue['file']}:{issue['line']}" if issue.get("line") else issue["file"]
+            console.print(f"  {where}: {issue['problem']}", highlight=False, soft_wrap=True,
+                          markup=False)
     console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
     console.print(f"metrics: {result.metrics_path}", highlight=False, soft_wrap=True)
 

@@ -7,8 +7,7 @@ from pathlib import Path
 import typer
 
 from mythloop.commands.runtime import flow_runtime, ui_hint
-
-BACKENDS = ("offline", "replay", "claude", "gemini", "codex", "openai")
+from mythloop.mythos.request import FILM_BACKENDS as BACKENDS
 
 
 def film(
@@ -54,6 +53,7 @@ def film(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         typer.echo(f"error: {problems}", err=True)
         raise typer.Exit(2) from None
+    typer.echo(f"backend: {backend_label(request)}")
     with flow_runtime(verbose=verbose):
         from flows.film import film as film_flow
 
@@ -69,7 +69,17 @@ def film(
         typer.echo(f"video:   {result['video_path']}")
     else:
         typer.echo("video:   (not rendered; pass --render)")
+    typer.echo(f"backend: {backend_label(request)}")
     typer.echo(ui_hint())
+
+
+def backend_label(request) -> str:
+    """Which backend played the model, said plainly (offline and replay are not models)."""
+    if request.backend == "offline":
+        return "offline (no model: deterministic offline stand-ins wrote every stage)"
+    if request.backend == "replay":
+        return "replay (no model: recorded cassettes replayed, no live call)"
+    return f"{request.backend} (a real model: {request.model or 'the backend default'})"
 
 
 def _one_line(exc: BaseException) -> str:

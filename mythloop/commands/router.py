@@ -26,6 +26,15 @@ def route(
     no_blend: bool = typer.Option(False, "--no-blend", help="Pure semantic similarity (condition C0)."),
 ) -> None:
     """Rank the pool's skills for QUERY, with the verdict-blended score breakdown."""
+    if not query.strip():
+        _fail("the query is empty: pass the task text to rank skills for, e.g. "
+              "mythloop route \"my regex hangs on long input\"")
+    if store is not None:
+        if store.is_dir():
+            _fail(f"--store {store} is a folder: pass the SQLite file to use, e.g. {store}/verdicts.db")
+        if not store.expanduser().resolve().parent.is_dir():
+            _fail(f"--store {store}: folder {store.expanduser().resolve().parent} does not exist; "
+                  "create it first or pass a file in an existing folder")
     from mythloop.data import data_path
     from mythloop.router import Router, get_embedder
     from mythloop.settings import get_settings

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from mythloop.commands.runtime import flow_runtime, ui_hint
+from mythloop.sweep.config import JUDGES
 
 CONDITIONS = ("c0", "c3")
-JUDGES = ("simulated", "oracle", "gemini", "claude", "codex", "openai")
 
 
 def sweep(
@@ -43,6 +43,10 @@ def sweep(
         None, help="Fan out: run each condition x replicate as a flow run of this deployment "
                    "(e.g. condition-run/condition-run) on a work pool's workers; see "
                    "docs/scaling.md. Default: in this process."),
+    strict: bool = typer.Option(False, "--strict",
+                                help="Stop when the pool holds an invalid SKILL.md (default: "
+                                     "leave it out and name it on stderr, in sweep.json and in "
+                                     "the report's data issues)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Run sweep conditions x replicates x rounds of measure -> learn, then the analysis.
@@ -52,36 +56,58 @@ def sweep(
     """
     chosen = _conditions(conditions, ctx.args)
     if judge not in JUDGES:
-        raise typer.BadParameter(f"unknown judge {judge!r}; choose one of {', '.join(JUDGES)}",
-                                 param_hint="--judge")
-    from mythloop.sweep import JudgeOptions, SweepConfig
+        _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
+    from pydantic import ValidationError
 
-    config = SweepConfig(
-        conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
-        judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
-                                   model=model),
-        pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
-        seed=seed, results_dir=results_dir.resolve() if results_dir else None,
-        shard_deployment=shard_deployment)
-    for path, what in ((config.resolved_pool(), "--pool"),
-                       (config.resolved_prompts_file(), "--prompts")):
-        if not path.exists():
-            typer.echo(f"error: {what} {path} does not exist", err=True)
-            raise typer.Exit(2)
+    from mythloop.sweep import JudgeOptions, SweepConfig
+    from mythloop.sweep.inputs import check_inputs, judge_label, one_line
+
+    try:
+        config = SweepConfig(
+            conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
+            judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
+                                       model=model),
+            pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
+            seed=seed, results_dir=results_dir.resolve() if results_dir else None,
+            shard_deployment=shard_deployment, strict=strict)
+    except ValidationError as exc:
+        _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
+    # Pool, prompts and results dir are checked here, before a Prefect server starts.
+    try:
+        checked = check_inputs(config)
+    except ValueError as exc:
+        _fail(one_line(exc))
+    for issue in checked.catalog.issues:
+        typer.echo(f"warning: invalid skill left out of the pool: {one_line(issue)}", err=True)
     with flow_runtime(verbose=verbose):
         from flows.feedback_loop import sweep as sweep_flow
 
         try:
             result = sweep_flow(config)
         except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            _fail(one_line(exc))
     typer.echo(f"results: {result['results_dir']}")
     typer.echo(f"report:  {result['report']}")
     if result["failed_turns"]:
         typer.echo(f"note: {result['failed_turns']} learning turns failed; see the report's "
                    "Failures section")
+    if checked.catalog.issues:
+        typer.echo(f"note: {len(checked.catalog.issues)} invalid SKILL.md left out of the pool; "
+                   "listed in sweep.json and the report's Data issues (--strict stops on them)")
+    typer.echo(f"judge:   {judge_label(config)}")
     typer.echo(ui_hint())
+
+
+def _option(loc: tuple) -> str:
+    """The CLI option behind a SweepConfig field ("judge_options.noise" -> --noise)."""
+    name = str(loc[-1]) if loc else "config"
+    return "--prompts" if name == "prompts_file" else "--" + name.replace("_", "-")
+
+
+def _fail(message: str) -> None:
+    """One clear error line on stderr, exit code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
 
 
 def _conditions(given: list[str], extra: list[str]) -> list[str]:
@@ -92,8 +118,7 @@ def _conditions(given: list[str], extra: list[str]) -> list[str]:
     names = [n.lower() for n in names]
     unknown = [n for n in names if n not in CONDITIONS]
     if unknown:
-        raise typer.BadParameter(f"unknown condition(s) {', '.join(unknown)}; use c0 and/or c3",
-                                 param_hint="--conditions")
+        _fail(f"unknown condition(s) {', '.join(unknown)}: use c0 and/or c3 (--conditions)")
     return list(dict.fromkeys(names))
 
 

@@ -7,13 +7,15 @@ The field descriptions are what the Prefect UI shows on the film deployment's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
-__all__ = ["FilmRequest", "FILM_BACKENDS", "QUALITIES"]
+__all__ = ["FilmBackend", "FilmRequest", "FILM_BACKENDS", "QUALITIES"]
 
-FILM_BACKENDS = ("offline", "replay", "claude", "gemini", "codex", "openai")
+FilmBackend = Literal["offline", "replay", "claude", "gemini", "codex", "openai"]
+"""The film's model backends (the CLI, the request and the UI form offer these)."""
+FILM_BACKENDS: tuple[str, ...] = get_args(FilmBackend)
 QUALITIES = ("l", "m", "h", "p", "k")
 
 
@@ -25,7 +27,7 @@ class FilmRequest(BaseModel):
     render: bool = Field(True, description="Render the scene to an mp4 after codegen and verify.")
     quality: Literal["l", "m", "h", "p", "k"] = Field(
         "l", description="Manim quality: l=480p15 (fast), m=720p30, h=1080p60, p=1440p60, k=4K.")
-    backend: Literal["offline", "replay", "claude", "gemini", "codex", "openai"] = Field(
+    backend: FilmBackend = Field(
         "offline", description="Model backend. offline = deterministic stand-ins; replay = "
         "recorded cassettes (the heat equation, Euler's identity); the others need an account.")
     model: str | None = Field(None, description="Model name for the backend (blank = default).")

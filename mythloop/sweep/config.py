@@ -5,19 +5,23 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from mythloop.data import data_path
 
-__all__ = ["SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts", "replicate_seed"]
+__all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
+           "replicate_seed"]
 
+Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
+"""Who plays the model in learning turns (the CLI, the config and the UI form offer these)."""
+JUDGES: tuple[str, ...] = get_args(Judge)
 SIMULATED_JUDGES = {"simulated", "oracle"}
 # Where shards run, not what they compute: left out of the fingerprint, so a sweep started
-# in-process resumes fanned out and back.
-_PLACEMENT = {"shard_deployment", "shard_timeout"}
+# in-process resumes fanned out and back. `strict` only decides whether invalid skills stop it.
+_PLACEMENT = {"shard_deployment", "shard_timeout", "strict"}
 
 
 class JudgeOptions(BaseModel):
@@ -44,8 +48,8 @@ class SweepConfig(BaseModel):
     """Rounds of measure -> learn, numbered from 0."""
     replicates: int = Field(1, ge=1, le=50)
     """Independent repeats of each condition, each with its own seed and prompt order."""
-    judge: str = "simulated"
-    """simulated | oracle | gemini | claude | codex | openai."""
+    judge: Judge = "simulated"
+    """simulated | oracle (no model, no account) | gemini | claude | codex | openai."""
     judge_options: JudgeOptions = Field(default_factory=JudgeOptions)
     pool: Path | None = None
     """Skill pool folder (default: the bundled fixtures/pool)."""
@@ -68,6 +72,9 @@ class SweepConfig(BaseModel):
     shard_timeout: float | None = Field(None, gt=0)
     """Fan out: seconds the sweep waits for all its shards before it cancels them and fails
     (default: no limit)."""
+    strict: bool = False
+    """Stop before the first round when the pool holds an invalid SKILL.md (default: leave it
+    out, name it on stderr, in sweep.json and in the report's data issues)."""
 
     @field_validator("conditions")
     @classmethod
@@ -112,32 +119,73 @@ class SweepPrompt(BaseModel):
         return self.kind != "heldout"
 
 
+_SECTIONS = ("in_distribution", "null_prompts", "heldout")
+
+
 def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
-    """Read prompts.yaml -> (prompts in file order, the file's seed)."""
+    """Read prompts.yaml -> (prompts in file order, the file's seed).
+
+    Raises ValueError with one line naming the file and what is wrong with it.
+    """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read prompts file {path}: {exc}") from exc
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read prompts file {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"prompts file {path} is not valid YAML{where}: {problem}") from None
+    if data is None:
+        raise ValueError(f"prompts file {path} is empty: it needs sections "
+                         f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")
+    if not isinstance(data, dict):
+        raise ValueError(f"prompts file {path} holds a {type(data).__name__}, not a map with "
+                         f"sections {', '.join(_SECTIONS)}")
     prompts: list[SweepPrompt] = []
-    for row in data.get("in_distribution") or []:
-        kind = "trap" if row.get("trap_for") else "normal"
-        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind=kind,
-                                   expected_skill=row.get("expected_skill"),
-                                   poisoned_twin=row.get("trap_for")))
-    for row in data.get("null_prompts") or []:
-        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind="null"))
-    for row in data.get("heldout") or []:
-        prompts.append(SweepPrompt(id=row["id"], prompt=row["prompt"], kind="heldout",
-                                   expected_skill=row.get("expected_skill"),
-                                   poisoned_twin=row.get("trap_for"),
-                                   paraphrase_of=row.get("paraphrase_of")))
+    for section in _SECTIONS:
+        rows = data.get(section) or []
+        if not isinstance(rows, list):
+            raise ValueError(f"prompts file {path}: {section!r} must be a list of "
+                             f"{{id, prompt}} entries, not a {type(rows).__name__}")
+        for number, row in enumerate(rows, start=1):
+            prompts.append(_prompt_row(path, section, number, row))
     ids = [p.id for p in prompts]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"prompts file {path} repeats ids: {', '.join(duplicates)}")
     if not prompts:
-        raise ValueError(f"prompts file {path} has no prompts")
-    return prompts, int(data.get("seed", 42))
+        raise ValueError(f"prompts file {path} has no prompts: it needs sections "
+                         f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")
+    seed = data.get("seed", 42)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"prompts file {path}: 'seed' must be an integer, not {seed!r}")
+    return prompts, seed
+
+
+def _prompt_row(path: Path, section: str, number: int, row: object) -> SweepPrompt:
+    """One entry of a prompts-file section, or a one-line ValueError saying which is wrong."""
+    where = f"prompts file {path}: {section} entry {number}"
+    if not isinstance(row, dict):
+        raise ValueError(f"{where} must be a map with id and prompt, not a {type(row).__name__}")
+    for key in ("id", "prompt"):
+        if not isinstance(row.get(key), str) or not row[key].strip():
+            raise ValueError(f"{where} needs a non-empty string {key!r}")
+    where = f"prompts file {path}: prompt {row['id']!r}"
+    for key in ("expected_skill", "trap_for", "paraphrase_of"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise ValueError(f"{where}: {key!r} must be a skill or prompt name, not {row[key]!r}")
+    if section == "null_prompts":
+        return SweepPrompt(id=row["id"], prompt=row["prompt"], kind="null")
+    if section == "heldout":
+        return SweepPrompt(id=row["id"], prompt=row["prompt"], kind="heldout",
+                           expected_skill=row.get("expected_skill"),
+                           poisoned_twin=row.get("trap_for"),
+                           paraphrase_of=row.get("paraphrase_of"))
+    kind = "trap" if row.get("trap_for") else "normal"
+    return SweepPrompt(id=row["id"], prompt=row["prompt"], kind=kind,
+                       expected_skill=row.get("expected_skill"),
+                       poisoned_twin=row.get("trap_for"))
 
 
 def replicate_seed(base_seed: int, replicate: int) -> int:

@@ -1,0 +1,140 @@
+"""Check a sweep's inputs before anything runs: pool, prompts file and results dir.
+
+`check_inputs(config)` reads the pool and the prompts file and looks at the results dir, with
+no Prefect, no embedding model and no writes, and raises `InputError` (a ValueError whose
+message is one line: what is wrong and what to do). The CLI calls it before a Prefect server
+starts; the sweep flow calls it again before it writes anything, so a sweep started from the
+Prefect UI fails the same way and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mythloop.skills.catalog import Catalog, load_catalog
+from mythloop.sweep.config import SweepConfig, SweepPrompt, load_prompts
+
+__all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
+
+
+class InputError(ValueError):
+    """A sweep input that cannot work; the message is one line."""
+
+
+def one_line(text: object) -> str:
+    """The message with its whitespace (newlines included) collapsed."""
+    return " ".join(str(text).split())
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """What check_inputs read: the valid skills (and the invalid ones), the prompts, the seed."""
+
+    catalog: Catalog
+    prompts: list[SweepPrompt]
+    file_seed: int
+
+    def catalog_issues(self) -> list[dict[str, str]]:
+        """The invalid SKILL.md files left out of the pool, as sweep.json records them."""
+        return [{"file": str(i.path), "problem": i.reason} for i in self.catalog.issues]
+
+
+def check_inputs(config: SweepConfig) -> CheckedInputs:
+    """Validate the sweep's pool, prompts file and results dir; raise InputError on the first
+    problem. Invalid SKILL.md files among valid ones are an error only with config.strict."""
+    catalog = _check_pool(config)
+    path = config.resolved_prompts_file()
+    if not path.is_file():
+        raise InputError(f"prompts file {path} does not exist: pass --prompts FILE "
+                         "(a YAML file like fixtures/prompts.yaml)")
+    try:
+        prompts, file_seed = load_prompts(path)
+    except ValueError as exc:
+        raise InputError(one_line(exc)) from None
+    _check_prompts_against_pool(prompts, catalog, path, config.resolved_pool())
+    _check_results_dir(config)
+    return CheckedInputs(catalog, prompts, file_seed)
+
+
+def _check_pool(config: SweepConfig) -> Catalog:
+    pool = config.resolved_pool()
+    if not pool.is_dir():
+        what = "is a file, not a folder" if pool.exists() else "does not exist"
+        raise InputError(f"skill pool {pool} {what}: pass --pool DIR holding "
+                         "<name>/SKILL.md folders")
+    catalog = load_catalog(pool)
+    issues = catalog.issues
+    if not catalog.skills:
+        if issues:
+            detail = (f"all {len(issues)} SKILL.md files are invalid (first: "
+                      f"{one_line(issues[0])})")
+        else:
+            detail = "it holds no <name>/SKILL.md file"
+        raise InputError(f"no valid skill in pool {pool}: {detail}; fix them or pass "
+                         "another --pool")
+    if config.strict and issues:
+        listed = "; ".join(one_line(issue) for issue in issues)
+        raise InputError(f"{len(issues)} invalid SKILL.md in pool {pool} (--strict): {listed}; "
+                         "fix them or run without --strict to leave them out")
+    return catalog
+
+
+def _check_prompts_against_pool(prompts: list[SweepPrompt], catalog: Catalog, path: Path,
+                                pool: Path) -> None:
+    """Every skill a prompt names must be a valid skill of the pool (else it scores a miss)."""
+    names = set(catalog.names())
+    ids = {p.id for p in prompts}
+    for prompt in prompts:
+        for field, skill in (("expected_skill", prompt.expected_skill),
+                             ("trap_for", prompt.poisoned_twin)):
+            if skill and skill not in names:
+                invalid = next((i for i in catalog.issues if i.path.parent.name == skill), None)
+                why = (f"its SKILL.md is invalid ({one_line(invalid.reason)})" if invalid
+                       else "no such skill")
+                raise InputError(
+                    f"prompt {prompt.id!r} in {path} has {field} {skill!r}, which is not a "
+                    f"valid skill of pool {pool} ({why}); fix the prompts file or --pool")
+        if prompt.paraphrase_of and prompt.paraphrase_of not in ids:
+            raise InputError(f"prompt {prompt.id!r} in {path} is a paraphrase_of "
+                             f"{prompt.paraphrase_of!r}, which is not a prompt of that file")
+
+
+def _check_results_dir(config: SweepConfig) -> None:
+    """A given results dir must be a folder that is empty, new, or this same sweep's."""
+    if config.results_dir is None:
+        return  # a new <UTC stamp> folder
+    results_dir = config.results_dir.expanduser().resolve()
+    if results_dir.exists() and not results_dir.is_dir():
+        raise InputError(f"results dir {results_dir} is a file: pass a folder to --results-dir")
+    meta_path = results_dir / "sweep.json"
+    if not meta_path.exists():
+        return
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{meta_path} is not readable JSON ({one_line(exc)}): choose another "
+                         "--results-dir") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{meta_path} is not a sweep's record: choose another --results-dir")
+    if not meta.get("fingerprint"):
+        raise InputError(f"{results_dir} holds a sweep.json that mythloop's sweep did not write "
+                         "(no fingerprint); choose another --results-dir")
+    if meta["fingerprint"] != config.fingerprint():
+        raise InputError(
+            f"{results_dir} holds a different sweep (other conditions, judge, pool, prompts or "
+            "seed); choose another --results-dir, or rerun with that sweep's settings to "
+            "resume it")
+
+
+def judge_label(config: SweepConfig) -> str:
+    """Which judge played the model, said plainly (simulated and oracle are not models)."""
+    options = config.judge_options
+    if config.judge == "simulated":
+        return (f"simulated (no model: verdicts from a simulated judge; noise {options.noise:g}, "
+                f"omit {options.omit_rate:g}, invent {options.invent_rate:g})")
+    if config.judge == "oracle":
+        return ("oracle (no model: verdicts from an oracle that knows each prompt's expected "
+                "skill)")
+    return f"{config.judge} (a real model: {options.model or 'the backend default'})"

@@ -1,0 +1,360 @@
+"""Bad input: one line on stderr, exit 2, no traceback, before any Prefect server, nothing lost.
+
+Each case runs the real CLI (`python -m mythloop.cli`) in a subprocess, next to an earlier
+results dir that must come out byte-identical. The last tests run a sweep and a film for
+real to check what their terminal output says about the judge / backend and the data issues.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+POOL_SMALL = REPO / "tests" / "data" / "pool_small"
+RESULTS_SMALL = REPO / "tests" / "data" / "results_small"
+# The issue's bound on a rejected command (it must not start Prefect or load a model first).
+REJECT_WITHIN_S = 5.0
+
+PROMPTS = {
+    "version": 1,
+    "seed": 7,
+    "in_distribution": [
+        {"id": "t_regex", "prompt": "My regex hangs on long input strings. How do I fix it?",
+         "expected_skill": "regex-debugger", "trap_for": "naive-regex-matcher"},
+        {"id": "n_pytest", "prompt": "Write pytest fixtures for my database tests.",
+         "expected_skill": "pytest-fixtures"},
+    ],
+    "null_prompts": [{"id": "null_recipe", "prompt": "Give me a recipe for banana bread."}],
+    "heldout": [{"id": "h_regex", "prompt": "A pattern match never finishes on big text.",
+                 "expected_skill": "regex-debugger", "trap_for": "naive-regex-matcher",
+                 "paraphrase_of": "t_regex"}],
+}
+BAD_SKILL = "---\nname: other-name\ndescription: a skill whose folder name differs\n---\nBody.\n"
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (bytes) and folder (None) under root."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> dict[str, Path]:
+    """A valid pool and prompts file, and an earlier sweep's results dir."""
+    pool = tmp_path / "pool"
+    shutil.copytree(POOL_SMALL, pool)
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text(yaml.safe_dump(PROMPTS, sort_keys=False), encoding="utf-8")
+    earlier = tmp_path / "earlier"
+    shutil.copytree(RESULTS_SMALL, earlier)
+    return {"root": tmp_path, "pool": pool, "prompts": prompts, "earlier": earlier}
+
+
+def cli(*args: object, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+    return proc, time.monotonic() - start
+
+
+def rejected(ws: dict[str, Path], *args: object, names: tuple[str, ...]) -> str:
+    """Run the CLI; assert exit 2, one stderr line naming the problem, no traceback, quick,
+    and the earlier results dir untouched. Returns the error line."""
+    before = _tree(ws["earlier"])
+    proc, elapsed = cli(*args, cwd=ws["root"])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in names:
+        assert needle in lines[0], (needle, lines[0])
+    assert elapsed < REJECT_WITHIN_S, f"took {elapsed:.1f} s"
+    assert _tree(ws["earlier"]) == before
+    return lines[0]
+
+
+def sweep_args(ws: dict[str, Path], **override: object) -> list[object]:
+    opts = {"--pool": ws["pool"], "--prompts": ws["prompts"], "--results-dir": ws["earlier"],
+            "--rounds": 1, **override}
+    args: list[object] = ["sweep"]
+    for key, value in opts.items():
+        args += [key, value]
+    return args
+
+
+# ---- sweep: the pool ------------------------------------------------------------------------
+
+
+def test_strict_sweep_names_the_invalid_skill(ws):
+    bad = ws["pool"] / "real" / "wrong-folder"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text(BAD_SKILL, encoding="utf-8")
+    rejected(ws, *sweep_args(ws), "--strict",
+             names=("--strict", str(bad / "SKILL.md"), "differs from its folder name"))
+
+
+def test_pool_with_no_valid_skill(ws):
+    pool = ws["root"] / "broken-pool"
+    for name in ("one", "two"):
+        (pool / name).mkdir(parents=True)
+        (pool / name / "SKILL.md").write_text("no frontmatter here\n", encoding="utf-8")
+    rejected(ws, *sweep_args(ws, **{"--pool": pool}),
+             names=("no valid skill in pool", str(pool), "all 2 SKILL.md files are invalid"))
+
+
+def test_empty_pool_folder(ws):
+    pool = ws["root"] / "empty-pool"
+    pool.mkdir()
+    rejected(ws, *sweep_args(ws, **{"--pool": pool}),
+             names=("no valid skill in pool", "holds no <name>/SKILL.md"))
+
+
+def test_missing_pool_folder(ws):
+    rejected(ws, *sweep_args(ws, **{"--pool": ws["root"] / "nope"}),
+             names=("skill pool", "does not exist", "--pool"))
+
+
+# ---- sweep: the prompts file ----------------------------------------------------------------
+
+
+def test_expected_skill_not_in_the_pool(ws):
+    data = json.loads(json.dumps(PROMPTS))
+    data["in_distribution"][1]["expected_skill"] = "pytest-guide"
+    ws["prompts"].write_text(yaml.safe_dump(data), encoding="utf-8")
+    rejected(ws, *sweep_args(ws), names=("'n_pytest'", "'pytest-guide'", "not a valid skill"))
+
+
+def test_expected_skill_whose_skill_md_is_invalid(ws):
+    bad = ws["pool"] / "real" / "sql-helper"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: sql-helper\n---\n", encoding="utf-8")
+    data = json.loads(json.dumps(PROMPTS))
+    data["in_distribution"][1]["expected_skill"] = "sql-helper"
+    ws["prompts"].write_text(yaml.safe_dump(data), encoding="utf-8")
+    rejected(ws, *sweep_args(ws), names=("'n_pytest'", "'sql-helper'", "SKILL.md is invalid"))
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("in_distribution:\n  - id: a\n    prompt: [unclosed\n", ("not valid YAML", "line")),
+    ("", ("is empty",)),
+    ("# only a comment\n", ("is empty",)),
+    ("- id: a\n  prompt: b\n", ("holds a list",)),
+    ("in_distribution: just text\n", ("'in_distribution' must be a list",)),
+    ("in_distribution:\n  - id: a\n", ("in_distribution entry 1", "'prompt'")),
+    ("null_prompts:\n  - plain string\n", ("null_prompts entry 1", "must be a map")),
+    ("in_distribution:\n  - {id: a, prompt: b, expected_skill: [x]}\n", ("'expected_skill'",)),
+    ("seed: abc\nnull_prompts:\n  - {id: a, prompt: b}\n", ("'seed' must be an integer",)),
+    ("version: 1\n", ("has no prompts",)),
+    ("null_prompts:\n  - {id: a, prompt: b}\n  - {id: a, prompt: c}\n", ("repeats ids: a",)),
+], ids=["yaml-syntax", "empty", "comment-only", "top-list", "section-not-list",
+        "entry-no-prompt", "entry-not-map", "skill-not-string", "seed-not-int", "no-prompts",
+        "duplicate-ids"])
+def test_malformed_prompts_file(ws, text, names):
+    ws["prompts"].write_text(text, encoding="utf-8")
+    rejected(ws, *sweep_args(ws), names=("prompts file", str(ws["prompts"]), *names))
+
+
+def test_missing_prompts_file(ws):
+    rejected(ws, *sweep_args(ws, **{"--prompts": ws["root"] / "nope.yaml"}),
+             names=("prompts file", "does not exist"))
+
+
+# ---- sweep: the results dir and the options -------------------------------------------------
+
+
+def test_results_dir_of_another_sweep(ws):
+    meta_path = ws["earlier"] / "sweep.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta_path.write_text(json.dumps({**meta, "fingerprint": "0123456789abcdef"}), encoding="utf-8")
+    rejected(ws, *sweep_args(ws), names=(str(ws["earlier"]), "holds a different sweep"))
+
+
+def test_results_dir_with_a_foreign_sweep_json(ws):
+    rejected(ws, *sweep_args(ws), names=(str(ws["earlier"]), "no fingerprint"))
+
+
+def test_results_dir_that_is_a_file(ws):
+    target = ws["root"] / "a-file"
+    target.write_text("x", encoding="utf-8")
+    rejected(ws, *sweep_args(ws, **{"--results-dir": target}), names=("is a file",))
+    assert target.read_text(encoding="utf-8") == "x"
+
+
+def test_failed_check_leaves_no_results_dir(ws):
+    ws["prompts"].write_text("", encoding="utf-8")
+    fresh = ws["root"] / "fresh" / "results"
+    rejected(ws, *sweep_args(ws, **{"--results-dir": fresh}), names=("is empty",))
+    assert not fresh.exists() and not fresh.parent.exists()
+
+
+def test_unknown_judge_and_condition(ws):
+    rejected(ws, *sweep_args(ws, **{"--judge": "gpt-oracle"}),
+             names=("unknown judge 'gpt-oracle'", "simulated"))
+    rejected(ws, *sweep_args(ws, **{"--conditions": "c0,c9"}),
+             names=("unknown condition(s) c9",))
+    rejected(ws, *sweep_args(ws, **{"--rounds": 500}), names=("--rounds", "100"))
+
+
+# ---- route and analyze ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_route_empty_query(ws, query):
+    rejected(ws, "route", query, "--pool", ws["pool"], names=("query is empty",))
+
+
+def test_route_store_under_a_missing_folder(ws):
+    store = ws["root"] / "missing" / "verdicts.db"
+    rejected(ws, "route", "my regex hangs", "--pool", ws["pool"], "--store", store,
+             names=("--store", str(store.parent), "does not exist"))
+    assert not store.parent.exists()
+
+
+@pytest.mark.parametrize("value", ["7", "-0.1"])
+def test_analyze_abstain_threshold_out_of_range(ws, value):
+    rejected(ws, "analyze", ws["earlier"], "--abstain-threshold", value,
+             names=("--abstain-threshold", "between 0 and 1"))
+
+
+def test_film_unknown_backend(ws):
+    rejected(ws, "film", "the heat equation", "--backend", "gpt", "--runs-dir",
+             ws["root"] / "runs", names=("backend", "'offline'"))
+    assert not (ws["root"] / "runs").exists()
+
+
+# ---- the models behind the CLI and the Prefect UI form --------------------------------------
+
+
+def test_judge_and_film_backend_are_validated_by_the_models():
+    from pydantic import ValidationError
+
+    from mythloop.mythos.request import FILM_BACKENDS, FilmRequest
+    from mythloop.sweep import SweepConfig
+    from mythloop.sweep.config import JUDGES
+
+    with pytest.raises(ValidationError, match="judge"):
+        SweepConfig(judge="gpt-oracle")
+    with pytest.raises(ValidationError, match="backend"):
+        FilmRequest(prompt="x", backend="gpt")
+    assert SweepConfig(judge="oracle").simulated
+    assert set(JUDGES) == {"simulated", "oracle", "gemini", "claude", "codex", "openai"}
+    assert "offline" in FILM_BACKENDS and "replay" in FILM_BACKENDS
+
+
+def test_the_ui_forms_offer_only_valid_judges_and_backends():
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.feedback_loop import sweep
+    from flows.film import film
+    from mythloop.mythos.request import FILM_BACKENDS
+    from mythloop.sweep.config import JUDGES
+
+    sweep_defs = parameter_schema(sweep.fn).model_dump()["definitions"]
+    assert sweep_defs["SweepConfig"]["properties"]["judge"]["enum"] == list(JUDGES)
+    film_defs = parameter_schema(film.fn).model_dump()["definitions"]
+    assert film_defs["FilmRequest"]["properties"]["backend"]["enum"] == list(FILM_BACKENDS)
+
+
+def test_a_ui_started_sweep_with_bad_inputs_writes_nothing(prefect_harness, ws):
+    """The flow checks its inputs itself: no sweep.json, no results dir."""
+    from flows.feedback_loop import sweep
+    from mythloop.sweep import SweepConfig
+
+    data = json.loads(json.dumps(PROMPTS))
+    data["heldout"][0]["expected_skill"] = "no-such-skill"
+    ws["prompts"].write_text(yaml.safe_dump(data), encoding="utf-8")
+    fresh = ws["root"] / "fresh"
+    state = sweep(SweepConfig(conditions=["c0"], rounds=1, pool=ws["pool"],
+                              prompts_file=ws["prompts"], results_dir=fresh),
+                  return_state=True)
+    assert state.is_failed()
+    assert "'no-such-skill'" in state.message
+    assert not fresh.exists()
+    before = _tree(ws["earlier"])
+    state = sweep(SweepConfig(conditions=["c0"], rounds=1, pool=ws["pool"],
+                              prompts_file=ws["prompts"], results_dir=ws["earlier"]),
+                  return_state=True)
+    assert state.is_failed()
+    assert _tree(ws["earlier"]) == before
+
+
+# ---- honest output: what a real sweep and film print ----------------------------------------
+
+
+def test_sweep_names_invalid_skills_and_its_judge_and_analyze_prints_data_issues(
+        prefect_harness, ws):
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    bad = ws["pool"] / "real" / "wrong-folder"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text(BAD_SKILL, encoding="utf-8")
+    results = ws["root"] / "results"
+    runner = CliRunner()
+    res = runner.invoke(app, ["sweep", "--conditions", "c0", "--rounds", "1", "--pool",
+                              str(ws["pool"]), "--prompts", str(ws["prompts"]),
+                              "--results-dir", str(results)])
+    assert res.exit_code == 0, res.output
+    warning = [line for line in res.stderr.splitlines() if "wrong-folder" in line]
+    assert warning and warning[0].startswith("warning: invalid skill left out of the pool")
+    assert "judge: simulated (no model: verdicts from a simulated judge" in res.stdout
+    assert "judge:   simulated (no model" in res.stdout
+    assert "1 invalid SKILL.md left out of the pool" in res.stdout
+    meta = json.loads((results / "sweep.json").read_text(encoding="utf-8"))
+    assert [Path(i["file"]).parent.name for i in meta["catalog_issues"]] == ["wrong-folder"]
+    report = (results / "report.md").read_text(encoding="utf-8")
+    issues = report.split("## Data issues", 1)[1]
+    assert "wrong-folder/SKILL.md" in issues and "invalid skill left out" in issues
+
+    analyzed = runner.invoke(app, ["analyze", str(results)])
+    assert analyzed.exit_code == 0, analyzed.output
+    assert "data issues: 1" in analyzed.stdout
+    assert "wrong-folder/SKILL.md: invalid skill left out of the pool" in analyzed.stdout
+
+    oracle = runner.invoke(app, ["sweep", "--conditions", "c0", "--rounds", "1", "--judge",
+                                 "oracle", "--pool", str(POOL_SMALL), "--prompts",
+                                 str(ws["prompts"]), "--results-dir",
+                                 str(ws["root"] / "oracle")])
+    assert oracle.exit_code == 0, oracle.output
+    assert "judge:   oracle (no model" in oracle.stdout
+    assert "warning" not in oracle.stderr
+
+
+def test_film_names_its_offline_backend(prefect_harness, tmp_path):
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    res = CliRunner().invoke(app, ["film", "the heat equation", "--backend", "offline",
+                                   "--no-render", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 0, res.output
+    labelled = [line for line in res.stdout.splitlines() if line.startswith("backend:")]
+    assert labelled == ["backend: offline (no model: deterministic offline stand-ins wrote "
+                        "every stage)"] * 2
+
+
+def test_analyze_prints_the_data_issues_it_found(ws):
+    from typer.testing import CliRunner
+
+    from mythloop.cli import app
+
+    turns = ws["earlier"] / "c0-rep1" / "turns.jsonl"
+    turns.write_text(turns.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    lines = len(turns.read_text(encoding="utf-8").splitlines())
+    res = CliRunner().invoke(app, ["analyze", str(ws["earlier"])])
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((ws["earlier"] / "metrics.json").read_text(encoding="utf-8"))
+    assert f"data issues: {len(metrics['data_issues'])} " in res.stdout
+    assert f"c0-rep1/turns.jsonl:{lines}: malformed JSON" in res.stdout
