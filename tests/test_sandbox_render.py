@@ -296,3 +296,39 @@ def test_cli_renders_into_a_private_dir_and_shows_progress(tmp_path, state_dir):
         assert _stages(state_dir) == []
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harness):
+    """A film's render stage runs render_scene in a Prefect task: the lines reach its log."""
+    import logging
+
+    from prefect import flow, task
+
+    scene = tmp_path / "square_story.py"
+    scene.write_text(SQUARE)
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    @task
+    def render_stage() -> dict:
+        return render_scene(scene, out_dir=tmp_path / "run", timeout=300).model_dump()
+
+    @flow
+    def film_like() -> dict:
+        return render_stage()
+
+    handler, logger = Keep(), logging.getLogger("prefect.task_runs")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the test settings keep Prefect at WARNING
+    try:
+        result = film_like()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert result["ok"], result["message"]
+    assert any(m.startswith("render: animation 1 (Create)") for m in seen), seen
+    assert any(m.startswith("render: done after") for m in seen), seen

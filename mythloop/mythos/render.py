@@ -386,6 +386,17 @@ class _ProgressRelay:
             self.say(f"render: {doing}, {self.elapsed()}")
 
 
+def _prefect_progress() -> ProgressCallback | None:
+    """The Prefect run logger's `info` inside a Prefect task run (a film's render task)."""
+    try:
+        from prefect.context import TaskRunContext
+        from prefect.logging import get_run_logger
+
+        return get_run_logger().info if TaskRunContext.get() is not None else None
+    except Exception:  # noqa: BLE001 - no Prefect, or no usable run context: stay quiet
+        return None
+
+
 def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: str = "l",
                  timeout: float | None = None, out_dir: str | os.PathLike | None = None,
                  manim_cmd: list[str] | None = None, env_extra: dict[str, str] | None = None,
@@ -396,8 +407,10 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     OUT_DIR may be any folder the caller can write (a mode-700 temp dir included): the
     render runs in a private staging dir and its results are moved in afterwards.
     `progress`, when given, gets a short line as each animation starts and every
-    PROGRESS_EVERY seconds otherwise. `audit_hook=False` leaves out the Python-level
-    guard (tests use it to show the OS layers contain hostile code on their own).
+    PROGRESS_EVERY seconds otherwise; left out, the lines go to the Prefect run logger
+    when this runs inside a Prefect task (a film's render stage) and nowhere otherwise.
+    `audit_hook=False` leaves out the Python-level guard (tests use it to show the OS
+    layers contain hostile code on their own).
     """
     source = Path(file)
     code = source.read_text(encoding="utf-8")  # FileNotFoundError/OSError for the caller
@@ -428,6 +441,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     python = _python_for(cmd)
     hooked = python is not None and audit_hook
     namespaced = _namespaces_work()
+    progress = progress if progress is not None else _prefect_progress()
     stage = _make_stage(namespaced)
     log_path = work / "render.log"
     try:
