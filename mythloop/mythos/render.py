@@ -256,7 +256,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _clean_stale_stages(base: Path, older_than: float = 600.0) -> None:
+def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
     """Remove staging dirs left by renders whose process is gone (a SIGKILL, a power cut)."""
     try:
         entries = list(os.scandir(base))
@@ -277,13 +277,18 @@ def _clean_stale_stages(base: Path, older_than: float = 600.0) -> None:
 def _make_stage(namespaced: bool) -> Path:
     """A fresh private staging dir the sandbox user can be handed (root-owned, 0755).
 
-    It lives under the state dir; with namespaces the sandbox sees it only through a bind
-    mount, so the caller's folders (a mode-700 `mktemp -d`, a private home) never need to
-    be reachable. Without namespaces `nobody` must traverse every parent, so when the state
-    dir is private the system temp dir is used instead.
+    It lives under the state dir's `render-stage` (mode 700): with namespaces the sandbox
+    sees its own stage only through a bind mount, so neither the caller's folders (a
+    mode-700 `mktemp -d`, a private home) nor a concurrent render's stage need be, or
+    can be, reachable. Without namespaces `nobody` must traverse every parent, so as root
+    the system temp dir is used instead.
     """
     base = get_settings().state_root / "render-stage"
     base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.chmod(0o700)
+    except OSError:
+        pass
     _clean_stale_stages(base)
     if not namespaced and os.geteuid() == 0 and not _traversable_by_others(str(base)):
         base = Path(tempfile.gettempdir())
