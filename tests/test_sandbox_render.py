@@ -332,3 +332,13 @@ def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harnes
     assert result["ok"], result["message"]
     assert any(m.startswith("render: animation 1 (Create)") for m in seen), seen
     assert any(m.startswith("render: done after") for m in seen), seen
+
+
+def test_a_missing_scene_is_not_swapped_for_another(tmp_path):
+    """Manim renders a file's only scene when the one named is missing; that video is not
+    the one asked for, so the render fails and DIR gets no mp4."""
+    scene = tmp_path / "square_story.py"
+    scene.write_text(SQUARE)
+    result = render_scene(scene, scene="OtherStory", out_dir=tmp_path / "out", timeout=300)
+    assert result.kind == "scene_error" and result.video_path is None, result.message
+    assert list((tmp_path / "out").rglob("*.mp4")) == []

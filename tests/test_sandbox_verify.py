@@ -220,3 +220,15 @@ def test_render_scene_reports_a_syntax_error_not_a_missing_scene(tmp_path):
     assert result.kind == "scene_error" and not result.ok
     assert "SyntaxError" in result.message and "scene line 4" in result.message
     assert "scene line 4" in result.log_tail  # what a repair prompt gets
+
+
+def test_cli_render_unknown_scene_is_one_line(tmp_path):
+    scene = tmp_path / "two_story.py"
+    scene.write_text(_scene("self.wait()"))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+                           "--scene", "Nope", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'Nope'" in lines[0] and "(S)" in lines[0], proc.stderr
+    assert not out.exists()

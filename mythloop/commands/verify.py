@@ -50,7 +50,13 @@ def render(
     While it runs, a short progress line goes to stderr as each animation starts (and every
     few seconds otherwise); stdout holds only the result.
     """
-    from mythloop.mythos.render import QUALITIES, render_scene, syntax_problem
+    from mythloop.mythos.render import (
+        QUALITIES,
+        render_scene,
+        scene_names,
+        syntax_problem,
+        top_level_names,
+    )
 
     code = _read(file)
     if quality not in QUALITIES:
@@ -59,6 +65,11 @@ def render(
     problem = syntax_problem(code)
     if problem:
         typer.echo(f"error: {file} does not parse: {problem}; fix the scene code", err=True)
+        raise typer.Exit(2)
+    if scene is not None and scene not in top_level_names(code):
+        found = ", ".join(scene_names(code)) or "none found"
+        typer.echo(f"error: {file} defines no {scene!r}; pass one of its scene classes to "
+                   f"--scene ({found})", err=True)
         raise typer.Exit(2)
 
     def progress(line: str) -> None:

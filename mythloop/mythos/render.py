@@ -15,6 +15,7 @@ in docs/sandbox.md.
 from __future__ import annotations
 
 import ast
+import errno
 import functools
 import json
 import os
@@ -104,6 +105,24 @@ def scene_names(code: str) -> list[str]:
     parents = {b.id for c in classes if c.name in found for b in c.bases if isinstance(b, ast.Name)}
     leaves = [c.name for c in classes if c.name in found and c.name not in parents]
     return leaves or found
+
+
+def top_level_names(code: str) -> set[str]:
+    """Names a module binds at top level (classes, functions, assignments, imports)."""
+    try:
+        tree = parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 @functools.cache
@@ -216,8 +235,9 @@ def _sweep(token: str) -> int:
     return killed
 
 
-def _find_video(out_dir: Path, scenes: list[str]) -> Path | None:
-    """The newest mp4 for the last requested scene under OUT_DIR/media/videos."""
+def _find_video(out_dir: Path, scenes: list[str], exact: bool = False) -> Path | None:
+    """The newest mp4 for the last requested scene under OUT_DIR/media/videos (EXACT: for
+    that scene only; otherwise the newest mp4 when no file carries a scene's name)."""
     media = out_dir / "media" / "videos"
     candidates = [p for p in media.rglob("*.mp4") if "partial_movie_files" not in p.parts
                   and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
@@ -226,6 +246,8 @@ def _find_video(out_dir: Path, scenes: list[str]) -> Path | None:
         named = [p for p in candidates if p.stem == name]
         if named:
             return max(named, key=lambda p: p.stat().st_mtime).resolve()
+    if exact:
+        return None
     return max(candidates, key=lambda p: p.stat().st_mtime).resolve() if candidates else None
 
 
@@ -304,7 +326,7 @@ def _place(src: Path, dst: Path) -> None:
         os.rename(src, dst)
         return
     except OSError as exc:
-        if exc.errno != 18:  # EXDEV: the stage is on another filesystem
+        if exc.errno != errno.EXDEV:  # the stage is on another filesystem: copy
             raise
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
     try:
@@ -454,7 +476,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
             stage, work, name=name, code=code, scenes=scenes, quality=quality,
             timeout=timeout, cmd=cmd, python=python, hooked=hooked, namespaced=namespaced,
             env_extra=env_extra, limits=limits, started=started, log_path=log_path,
-            progress=progress)
+            progress=progress, explicit=scene is not None)
     finally:
         if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
             try:
@@ -468,7 +490,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                    quality: str, timeout: float, cmd: list[str], python: str | None,
                    hooked: bool, namespaced: bool, env_extra: dict[str, str] | None,
                    limits: RenderLimits, started: float, log_path: Path,
-                   progress: ProgressCallback | None) -> RenderResult:
+                   progress: ProgressCallback | None, explicit: bool) -> RenderResult:
     """The sandboxed run inside STAGE; the video (on success) is moved into WORK."""
     (stage / name).write_text(code, encoding="utf-8")
     isolation: list[str] = []
@@ -527,7 +549,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
             _own_tree(stage / sub, os.getuid(), os.getgid(), only_from=uid)
     log = stage_log.read_text(encoding="utf-8", errors="replace") if stage_log.exists() else ""
     log = "\n".join(ln for ln in log.split("\n") if not ln.startswith("mythloop-progress: "))
-    video = _find_video(stage, scenes) if returncode == 0 else None
+    # manim renders the file's only scene when the one asked for is missing: not that one
+    video = _find_video(stage, scenes, exact=explicit) if returncode == 0 else None
     kind, message = classify(
         returncode=returncode, timed_out=timed_out, timeout=timeout, video=video is not None,
         log=log, scene_file=name,
