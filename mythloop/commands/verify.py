@@ -47,8 +47,7 @@ def render(
 ) -> None:
     """Render a scene in the sandbox; print the mp4 path, or one line saying what went wrong.
 
-    While it runs, a short progress line goes to stderr as each animation starts (and every
-    few seconds otherwise); stdout holds only the result.
+    While it runs, progress lines go to stderr (one per animation); stdout holds the result.
     """
     from mythloop.mythos.render import (
         QUALITIES,
