@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,6 +37,12 @@ RUNTIME_CASES = [(name, True) for name in (
     "write_outside_story", "spawn_process_story", "socket_story", "fork_daemon_story",
     "env_secret_story",
 )]
+
+
+def _stages(state_dir: Path) -> list[str]:
+    """Staging dirs left under the state dir (every render must remove its own)."""
+    base = state_dir / "render-stage"
+    return sorted(os.listdir(base)) if base.is_dir() else []
 
 
 def _markers() -> list[str]:
@@ -117,8 +124,9 @@ def hostile_runs(tmp_path_factory):
         listener.sock.close()
 
 
-def test_hostile_payloads_leave_no_file_outside_dir(hostile_runs):
+def test_hostile_payloads_leave_no_file_outside_dir(hostile_runs, state_dir):
     assert _markers() == []
+    assert _stages(state_dir) == []
     for name, watch in hostile_runs["watches"].items():
         scene = name.rsplit("-", 1)[0]
         assert sorted(os.listdir(watch)) == sorted(["out", f"{scene}.py"]), name
@@ -162,12 +170,19 @@ def test_audit_hook_reports_what_it_refused(hostile_runs):
                hostile_runs["results"]["spawn_process_story-hook"].isolation)
 
 
-def test_endless_loop_is_killed_at_the_timeout(tmp_path):
+def test_endless_loop_is_killed_at_the_timeout(tmp_path, state_dir):
+    lines: list[str] = []
     result = render_scene(HOSTILE / "endless_loop_story.py", out_dir=tmp_path / "out",
-                          timeout=20)
+                          timeout=20, progress=lines.append)
     assert result.kind == "timeout" and not result.ok
     assert "--timeout" in result.message
     assert _render_processes([tmp_path], [result.render_id]) == []
+    assert _stages(state_dir) == []  # the staging dir goes with the killed render
+    assert (tmp_path / "out" / "render.log").is_file()
+    assert not (tmp_path / "out" / "media").exists()
+    # no animation ever starts: the relay still says the render is alive, then how it ended
+    assert any("no animation started yet" in line for line in lines), lines
+    assert lines[-1].startswith("render: timeout")
 
 
 def test_memory_bomb_ends_as_resource_limit(tmp_path):
@@ -224,6 +239,9 @@ def test_scene_error_and_missing_latex_are_told_apart(tmp_path):
         err, tex = err.result(), tex.result()
     assert err.kind == "scene_error"
     assert "NameError" in err.message and "undefined_radius" in err.message
+    # a failed render leaves its log and no video (not even a partial one) in DIR
+    assert Path(err.log_path).read_text().count("undefined_radius") >= 1
+    assert list((tmp_path / "a").rglob("*.mp4")) == []
     assert "scene line 6" in err.message
     assert tex.kind == "missing_tool", tex.message
     assert "texlive" in tex.message
@@ -246,3 +264,81 @@ def test_scene_names_picks_leaf_scenes():
             "class Final(Base):\n    pass\nclass Helper:\n    pass\n")
     assert scene_names(code) == ["Final"]
     assert scene_names("class A(MovingCameraScene): pass\nclass B(Scene): pass") == ["A", "B"]
+
+
+SQUARE = ("from manim import *\n\nclass SquareStory(Scene):\n    def construct(self):\n"
+          "        square = Square()\n        self.play(Create(square), run_time=0.5)\n"
+          "        self.play(square.animate.shift(RIGHT), run_time=0.5)\n")
+
+
+@pytest.mark.skipif(not shutil.which("ffprobe"), reason="ffprobe not installed")
+def test_cli_renders_into_a_private_dir_and_shows_progress(tmp_path, state_dir):
+    """--out made by mkdtemp (mode 700, as `mktemp -d`): nobody cannot enter it, yet the
+    mp4 lands there, and the terminal sees one line per animation while it renders."""
+    scene = tmp_path / "square_story.py"
+    scene.write_text(SQUARE)
+    private = Path(tempfile.mkdtemp(prefix="mythloop-private-"))
+    try:
+        assert private.stat().st_mode & 0o777 == 0o700
+        proc = subprocess.run(
+            [sys.executable, "-m", "mythloop.cli", "render", str(scene), "-q", "l",
+             "--out", str(private), "--timeout", "300"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        video = Path(proc.stdout.strip())  # stdout holds the path alone
+        assert video.is_relative_to(private) and video.name == "SquareStory.mp4"
+        assert video.is_file() and float(_probe(str(video))["format"]["duration"]) > 0.5
+        assert (private / "render.log").is_file()
+        assert list(private.rglob("partial_movie_files")) == []
+        progress = proc.stderr.splitlines()
+        assert any(ln.startswith("render: animation 1 (Create)") for ln in progress), progress
+        assert any(ln.startswith("render: animation 2 (animate)") for ln in progress), progress
+        assert progress[-1].startswith("render: done after")
+        assert _stages(state_dir) == []
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harness):
+    """A film's render stage runs render_scene in a Prefect task: the lines reach its log."""
+    import logging
+
+    from prefect import flow, task
+
+    scene = tmp_path / "square_story.py"
+    scene.write_text(SQUARE)
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    @task
+    def render_stage() -> dict:
+        return render_scene(scene, out_dir=tmp_path / "run", timeout=300).model_dump()
+
+    @flow
+    def film_like() -> dict:
+        return render_stage()
+
+    handler, logger = Keep(), logging.getLogger("prefect.task_runs")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the test settings keep Prefect at WARNING
+    try:
+        result = film_like()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert result["ok"], result["message"]
+    assert any(m.startswith("render: animation 1 (Create)") for m in seen), seen
+    assert any(m.startswith("render: done after") for m in seen), seen
+
+
+def test_a_missing_scene_is_not_swapped_for_another(tmp_path):
+    """Manim renders a file's only scene when the one named is missing; that video is not
+    the one asked for, so the render fails and DIR gets no mp4."""
+    scene = tmp_path / "square_story.py"
+    scene.write_text(SQUARE)
+    result = render_scene(scene, scene="OtherStory", out_dir=tmp_path / "out", timeout=300)
+    assert result.kind == "scene_error" and result.video_path is None, result.message
+    assert list((tmp_path / "out").rglob("*.mp4")) == []

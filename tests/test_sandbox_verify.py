@@ -190,3 +190,45 @@ def test_cli_verify_exit_codes(tmp_path):
     assert runner.invoke(app, ["verify", str(light), "--prompt", LIGHT]).exit_code == 1
     missing = runner.invoke(app, ["verify", str(tmp_path / "nope.py")])
     assert missing.exit_code == 2
+
+
+TYPO = ("from manim import *\n\nclass TypoStory(Scene):\n"
+        "    def construct(self)\n        self.wait()\n")
+
+
+def test_cli_render_syntax_error_is_one_line_with_its_line(tmp_path):
+    scene = tmp_path / "typo_story.py"
+    scene.write_text(TYPO)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "SyntaxError" in lines[0] and "line 4" in lines[0] and str(scene) in lines[0]
+    assert "Traceback" not in proc.stderr and "no Scene subclass" not in proc.stderr
+    assert not out.exists()  # told before anything was written
+
+
+def test_render_scene_reports_a_syntax_error_not_a_missing_scene(tmp_path):
+    from mythloop.mythos.render import render_scene
+
+    scene = tmp_path / "typo_story.py"
+    scene.write_text(TYPO)
+    result = render_scene(scene, out_dir=tmp_path / "out")
+    assert result.kind == "scene_error" and not result.ok
+    assert "SyntaxError" in result.message and "scene line 4" in result.message
+    assert "scene line 4" in result.log_tail  # what a repair prompt gets
+
+
+def test_cli_render_unknown_scene_is_one_line(tmp_path):
+    scene = tmp_path / "two_story.py"
+    scene.write_text(_scene("self.wait()"))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+                           "--scene", "Nope", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'Nope'" in lines[0] and "(S)" in lines[0], proc.stderr
+    assert not out.exists()

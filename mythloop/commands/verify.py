@@ -41,25 +41,50 @@ def render(
     quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l, m, h, p or k."),
     timeout: float | None = typer.Option(None, "--timeout", min=1, help="Seconds before the "
                                          "render is killed (default: M2M_RENDER_TIMEOUT)."),
-    out: Path | None = typer.Option(None, "--out", help="Render dir (default: a fresh folder "
-                                    "under the state dir)."),
+    out: Path | None = typer.Option(None, "--out", help="Render dir, any folder you can write "
+                                    "(default: a fresh folder under the state dir)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
 ) -> None:
-    """Render a scene in the sandbox; print the mp4 path, or one line saying what went wrong."""
-    from mythloop.mythos.render import QUALITIES, render_scene
+    """Render a scene in the sandbox; print the mp4 path, or one line saying what went wrong.
 
-    _read(file)
+    While it runs, progress lines go to stderr (one per animation); stdout holds the result.
+    """
+    from mythloop.mythos.render import (
+        QUALITIES,
+        render_scene,
+        scene_names,
+        syntax_problem,
+        top_level_names,
+    )
+
+    code = _read(file)
     if quality not in QUALITIES:
         typer.echo(f"error: -q must be one of {', '.join(QUALITIES)}, not {quality!r}", err=True)
         raise typer.Exit(2)
+    problem = syntax_problem(code)
+    if problem:
+        typer.echo(f"error: {file} does not parse: {problem}; fix the scene code", err=True)
+        raise typer.Exit(2)
+    if scene is not None and scene not in top_level_names(code):
+        found = ", ".join(scene_names(code)) or "none found"
+        typer.echo(f"error: {file} defines no {scene!r}; pass one of its scene classes to "
+                   f"--scene ({found})", err=True)
+        raise typer.Exit(2)
+
+    def progress(line: str) -> None:
+        typer.echo(line, err=True)
+
     try:
-        result = render_scene(file, scene=scene, quality=quality, timeout=timeout, out_dir=out)
+        result = render_scene(file, scene=scene, quality=quality, timeout=timeout, out_dir=out,
+                              progress=None if quiet else progress)
     except OSError as exc:
-        typer.echo(f"error: cannot prepare the render dir: {exc}", err=True)
+        typer.echo(f"error: cannot use the render dir: {exc}", err=True)
         raise typer.Exit(2) from None
     if result.ok:
         typer.echo(result.video_path)
         return
-    typer.echo(f"render failed ({result.kind}): {result.message} [log: {result.log_path}]")
+    log = f" [log: {result.log_path}]" if result.log_path else ""
+    typer.echo(f"render failed ({result.kind}): {result.message}{log}")
     raise typer.Exit(1)
 
 

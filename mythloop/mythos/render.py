@@ -1,16 +1,21 @@
 """Sandboxed Manim render of untrusted scene code (the second sandbox layer).
 
-`render_scene` copies the scene into DIR and runs manim there through
-sandbox_init.py (fresh network/mount/PID namespaces, private /tmp, the
-unprivileged `nobody` user, rlimits) and sandbox_worker.py (an audit hook),
-with a scrubbed environment, in its own session, killed with its process group
-at the deadline. It contains hostile code even when `verify` was skipped. What
-each layer stops, and what it cannot, is in docs/sandbox.md.
+`render_scene` copies the scene into a private staging dir (under the state
+dir, one the sandbox user can use whatever the caller's DIR looks like) and
+runs manim there through sandbox_init.py (fresh network/mount/PID namespaces,
+private /tmp, the unprivileged `nobody` user, rlimits) and sandbox_worker.py
+(an audit hook), with a scrubbed environment, in its own session, killed with
+its process group at the deadline. Afterwards only regular files come back
+into DIR (the log always, the media only on success, the mp4 last, each file
+whole), and the staging dir is removed in every case. It contains hostile code
+even when `verify` was skipped. What each layer stops, and what it cannot, is
+in docs/sandbox.md.
 """
 
 from __future__ import annotations
 
 import ast
+import errno
 import functools
 import json
 import os
@@ -18,20 +23,25 @@ import pwd
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mythloop.fileio import write_text_atomic
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
 
-__all__ = ["RenderLimits", "RenderResult", "render_scene", "scene_names", "QUALITIES"]
+__all__ = ["RenderLimits", "RenderResult", "render_scene", "scene_names", "QUALITIES",
+           "ProgressCallback"]
 
 QUALITIES = ("l", "m", "h", "p", "k")
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
@@ -42,6 +52,11 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSIO
 # inherits, e.g. one without LaTeX) must not decide whether the sandbox can be built.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _UNSHARE_BIN = shutil.which("unshare", path=_SYSTEM_PATH) or "unshare"
+STAGE_PREFIX = "mythloop-stage-"
+PROGRESS_EVERY = 10.0  # seconds between "still rendering" lines when no animation starts
+_PROGRESS_LINE = re.compile(rb"mythloop-progress: animation (\d{1,6}) ([A-Za-z0-9_.,]{0,80})")
+ProgressCallback = Callable[[str], None]
+"""Receives one short line per progress event (`render: animation 3 (Create), 4s ...`)."""
 _UNSHARE = [_UNSHARE_BIN, "--net", "--mount", "--pid", "--ipc", "--uts", "--fork",
             "--kill-child", "--mount-proc"]
 
@@ -77,7 +92,7 @@ def scene_names(code: str) -> list[str]:
     """Scene classes defined in CODE (subclasses of *Scene, directly or via each other)."""
     try:
         tree = parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return []
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     found: list[str] = []
@@ -90,6 +105,24 @@ def scene_names(code: str) -> list[str]:
     parents = {b.id for c in classes if c.name in found for b in c.bases if isinstance(b, ast.Name)}
     leaves = [c.name for c in classes if c.name in found and c.name not in parents]
     return leaves or found
+
+
+def top_level_names(code: str) -> set[str]:
+    """Names a module binds at top level (classes, functions, assignments, imports)."""
+    try:
+        tree = parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 @functools.cache
@@ -202,16 +235,19 @@ def _sweep(token: str) -> int:
     return killed
 
 
-def _find_video(out_dir: Path, scenes: list[str]) -> Path | None:
-    """The newest mp4 for the last requested scene under OUT_DIR/media/videos."""
+def _find_video(out_dir: Path, scenes: list[str], exact: bool = False) -> Path | None:
+    """The newest mp4 for the last requested scene under OUT_DIR/media/videos (EXACT: for
+    that scene only; otherwise the newest mp4 when no file carries a scene's name)."""
     media = out_dir / "media" / "videos"
     candidates = [p for p in media.rglob("*.mp4") if "partial_movie_files" not in p.parts
-                  and p.is_file() and not p.is_symlink()
+                  and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
                   and p.resolve().is_relative_to(out_dir.resolve())] if media.is_dir() else []
     for name in reversed(scenes):
         named = [p for p in candidates if p.stem == name]
         if named:
             return max(named, key=lambda p: p.stat().st_mtime).resolve()
+    if exact:
+        return None
     return max(candidates, key=lambda p: p.stat().st_mtime).resolve() if candidates else None
 
 
@@ -220,14 +256,188 @@ def _default_out_dir(stem: str) -> Path:
     return get_settings().state_root / "renders" / f"{stamp}-{stem}-{uuid.uuid4().hex[:6]}"
 
 
+def syntax_problem(code: str) -> str | None:
+    """'SyntaxError: <what> (scene line N)' when CODE does not parse, else None."""
+    try:
+        parse(code)
+    except SyntaxError as exc:
+        where = f" (scene line {exc.lineno})" if exc.lineno else ""
+        return f"SyntaxError: {exc.msg}{where}"
+    except ValueError as exc:  # e.g. null bytes in the source
+        return f"SyntaxError: {exc}"
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
+    """Remove staging dirs left by renders whose process is gone (a SIGKILL, a power cut)."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        match = re.fullmatch(re.escape(STAGE_PREFIX) + r"(\d+)-\w+", entry.name)
+        try:
+            if (match and entry.is_dir(follow_symlinks=False)
+                    and now - entry.stat(follow_symlinks=False).st_mtime > older_than
+                    and not _pid_alive(int(match.group(1)))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _make_stage(namespaced: bool) -> Path:
+    """A fresh private staging dir the sandbox user can be handed (root-owned, 0755).
+
+    It lives under the state dir's `render-stage` (mode 700): with namespaces the sandbox
+    sees its own stage only through a bind mount, so neither the caller's folders (a
+    mode-700 `mktemp -d`, a private home) nor a concurrent render's stage need be, or
+    can be, reachable. Without namespaces `nobody` must traverse every parent, so as root
+    the system temp dir is used instead.
+    """
+    base = get_settings().state_root / "render-stage"
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.chmod(0o700)
+    except OSError:
+        pass
+    _clean_stale_stages(base)
+    if not namespaced and os.geteuid() == 0 and not _traversable_by_others(str(base)):
+        base = Path(tempfile.gettempdir())
+    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=base))
+    stage.chmod(0o755)
+    return stage.resolve()
+
+
+def _place(src: Path, dst: Path) -> None:
+    """Move SRC to DST whole: rename, or copy to a temp name beside DST and rename it."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(src, dst)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:  # the stage is on another filesystem: copy
+            raise
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as data:
+            shutil.copyfileobj(data, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:
+    """Move the stage's media into WORK/media (regular files only, the video last).
+
+    Links, devices and multiply linked files the scene may have planted are left behind
+    (and removed with the stage); manim's partial movie files are not kept either.
+    """
+    media = stage / "media"
+    files = []
+    for dirpath, dirnames, filenames in os.walk(media, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d != "partial_movie_files"]
+        for name in filenames:
+            path = Path(dirpath) / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path != video:
+                files.append(path)
+    for path in [*files, video]:
+        _place(path, work / path.relative_to(stage))
+    return work / video.relative_to(stage)
+
+
+class _ProgressRelay:
+    """Turns the render log's animation markers into short lines for a callback.
+
+    Only the marker's number and a name limited to [A-Za-z0-9_.,] are ever passed on, so
+    scene output cannot put arbitrary text (or terminal escapes) on the caller's screen.
+    """
+
+    def __init__(self, callback: ProgressCallback | None, log_path: Path, timeout: float) -> None:
+        self.callback, self.log_path, self.timeout = callback, log_path, timeout
+        self.started = time.monotonic()
+        self.offset, self.pending = 0, b""
+        self.animation, self.last_said = 0, self.started
+
+    def say(self, line: str) -> None:
+        if self.callback is None:
+            return
+        self.last_said = time.monotonic()
+        try:
+            self.callback(line)
+        except Exception:  # noqa: BLE001 - a broken progress sink must not break the render
+            self.callback = None
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.0f}s of {self.timeout:.0f}s timeout"
+
+    def poll(self) -> None:
+        if self.callback is None:
+            return
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self.offset)
+                chunk = log.read(1 << 20)
+        except OSError:
+            chunk = b""
+        self.offset += len(chunk)
+        lines = (self.pending + chunk).split(b"\n")
+        self.pending = lines.pop()[-4096:]
+        for raw in lines:
+            match = _PROGRESS_LINE.fullmatch(raw.strip())
+            if match:
+                self.animation = int(match.group(1))
+                name = match.group(2).decode("ascii")
+                self.say(f"render: animation {self.animation}"
+                         f"{f' ({name})' if name else ''}, {self.elapsed()}")
+        if time.monotonic() - self.last_said >= PROGRESS_EVERY:
+            doing = (f"still in animation {self.animation}" if self.animation
+                     else "no animation started yet")
+            self.say(f"render: {doing}, {self.elapsed()}")
+
+
+def _prefect_progress() -> ProgressCallback | None:
+    """The Prefect run logger's `info` inside a Prefect task run (a film's render task)."""
+    try:
+        from prefect.context import TaskRunContext
+        from prefect.logging import get_run_logger
+
+        return get_run_logger().info if TaskRunContext.get() is not None else None
+    except Exception:  # noqa: BLE001 - no Prefect, or no usable run context: stay quiet
+        return None
+
+
 def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: str = "l",
                  timeout: float | None = None, out_dir: str | os.PathLike | None = None,
                  manim_cmd: list[str] | None = None, env_extra: dict[str, str] | None = None,
-                 limits: RenderLimits | None = None, audit_hook: bool = True) -> RenderResult:
+                 limits: RenderLimits | None = None, audit_hook: bool = True,
+                 progress: ProgressCallback | None = None) -> RenderResult:
     """Render FILE's scene inside the sandbox; the mp4 lands under OUT_DIR/media/videos.
 
-    `audit_hook=False` leaves out the Python-level guard (tests use it to show the
-    OS layers contain hostile code on their own).
+    OUT_DIR may be any folder the caller can write (a mode-700 temp dir included): the
+    render runs in a private staging dir and its results are moved in afterwards.
+    `progress`, when given, gets a short line as each animation starts and every
+    PROGRESS_EVERY seconds otherwise; left out, the lines go to the Prefect run logger
+    when this runs inside a Prefect task (a film's render stage) and nowhere otherwise.
+    `audit_hook=False` leaves out the Python-level guard (tests use it to show the OS
+    layers contain hostile code on their own).
     """
     source = Path(file)
     code = source.read_text(encoding="utf-8")  # FileNotFoundError/OSError for the caller
@@ -239,11 +449,17 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     work = Path(out_dir) if out_dir else _default_out_dir(source.stem)
     work.mkdir(parents=True, exist_ok=True)
     work = work.resolve()
+    if not os.access(work, os.W_OK | os.X_OK):
+        raise PermissionError(13, "Permission denied (not writable)", str(work))
     name = source.name if re.fullmatch(r"[A-Za-z_]\w*\.py", source.name) else "scene.py"
     if source.resolve() != work / name:
-        (work / name).write_text(code, encoding="utf-8")
-    scenes = [scene] if scene else scene_names(code)
+        write_text_atomic(work / name, code).chmod(0o644)
     started = time.monotonic()
+    problem = syntax_problem(code)
+    if problem:
+        return RenderResult(ok=False, kind="scene_error", out_dir=str(work), log_tail=problem,
+                            message=f"scene error: {problem}; fix the scene code")
+    scenes = [scene] if scene else scene_names(code)
     if not scenes:
         return RenderResult(ok=False, kind="scene_error", out_dir=str(work),
                             message=f"scene error: {source.name} defines no Scene subclass; "
@@ -251,28 +467,55 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     cmd = manim_cmd or ([settings.manim] if settings.manim else [sys.executable, "-m", "manim"])
     python = _python_for(cmd)
     hooked = python is not None and audit_hook
-    isolation: list[str] = []
     namespaced = _namespaces_work()
+    progress = progress if progress is not None else _prefect_progress()
+    stage = _make_stage(namespaced)
+    log_path = work / "render.log"
+    try:
+        return _render_staged(
+            stage, work, name=name, code=code, scenes=scenes, quality=quality,
+            timeout=timeout, cmd=cmd, python=python, hooked=hooked, namespaced=namespaced,
+            env_extra=env_extra, limits=limits, started=started, log_path=log_path,
+            progress=progress, explicit=scene is not None)
+    finally:
+        if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
+            try:
+                _place(stage / "render.log", log_path)
+            except OSError:
+                pass
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: list[str],
+                   quality: str, timeout: float, cmd: list[str], python: str | None,
+                   hooked: bool, namespaced: bool, env_extra: dict[str, str] | None,
+                   limits: RenderLimits, started: float, log_path: Path,
+                   progress: ProgressCallback | None, explicit: bool) -> RenderResult:
+    """The sandboxed run inside STAGE; the video (on success) is moved into WORK."""
+    (stage / name).write_text(code, encoding="utf-8")
+    isolation: list[str] = []
     uid, gid = _nobody()
     drop = os.geteuid() == 0 and (namespaced or (
         python is not None and all(_traversable_by_others(p) for p in
-                                   [*_needed_paths(python), str(work)])))
-    inner = INNER_DIR if namespaced else str(work)
+                                   [*_needed_paths(python), str(stage)])))
+    inner = INNER_DIR if namespaced else str(stage)
     isolation.append("network/mount/pid namespaces, private /tmp" if namespaced else
                      "no namespaces (unshare unavailable or not permitted): network and "
                      "/tmp are shared")
     isolation.append(f"runs as uid {uid} (nobody)" if drop else
                      "runs as the calling user: file permissions do not confine writes")
+    isolation.append("renders in a private staging dir; only regular files come back")
     for sub in ("home", "tmp", "media"):
-        (work / sub).mkdir(exist_ok=True)
+        (stage / sub).mkdir(exist_ok=True)
         if drop:
-            _own_tree(work / sub, uid, gid)
+            _own_tree(stage / sub, uid, gid)
     manim_argv = ["render", "-q", quality, "--media_dir", "media", "--progress_bar", "none",
                   "--silent", name, *scenes]
     token = uuid.uuid4().hex
     if hooked:
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
-        spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv}
+        spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv,
+                       "progress": progress is not None}
         worker_cmd = [python, "-I", "-c", worker_src, json.dumps(spec_worker)]
         isolation.append("audit hook: no writes outside DIR, no processes but latex/dvisvgm, "
                          "no sockets, no ctypes")
@@ -281,7 +524,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
         isolation.append("no audit hook (custom manim command or audit_hook=False)")
 
     cpu = int(timeout) + 5
-    spec = {"namespaced": namespaced, "workdir_real": str(work), "inner": inner,
+    spec = {"namespaced": namespaced, "workdir_real": str(stage), "inner": inner,
             "needed": _needed_paths(python or sys.executable), "tmp_size": "256m",
             "uid": uid if drop else None, "gid": gid if drop else None,
             "worker_cmd": worker_cmd,
@@ -291,32 +534,45 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     launcher = [sys.executable, "-I", str(_HERE / "sandbox_init.py"), json.dumps(spec)]
     if namespaced:  # absolute: the child's PATH (env_extra) may not hold unshare
         launcher = [*_UNSHARE, "--", *launcher]
-    log_path = work / "render.log"
-    returncode, timed_out = _run(launcher, work, _child_env(inner, token, env_extra),
-                                 log_path, timeout)
-    leftovers = _sweep(token)
+    stage_log = stage / "render.log"
+    relay = _ProgressRelay(progress, stage_log, timeout)
+    relay.say(f"render: starting the sandboxed manim (-q {quality}, timeout {timeout:.0f}s)")
+    try:
+        returncode, timed_out = _run(launcher, stage, _child_env(inner, token, env_extra),
+                                     stage_log, timeout, relay.poll)
+    finally:
+        leftovers = _sweep(token)
     if leftovers:
         isolation.append(f"killed {leftovers} leftover process(es) after the render")
     if drop:
         for sub in ("home", "tmp", "media"):
-            _own_tree(work / sub, os.getuid(), os.getgid(), only_from=uid)
-    log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
-    video = _find_video(work, scenes) if returncode == 0 else None
+            _own_tree(stage / sub, os.getuid(), os.getgid(), only_from=uid)
+    log = stage_log.read_text(encoding="utf-8", errors="replace") if stage_log.exists() else ""
+    log = "\n".join(ln for ln in log.split("\n") if not ln.startswith("mythloop-progress: "))
+    # manim renders the file's only scene when the one asked for is missing: not that one
+    video = _find_video(stage, scenes, exact=explicit) if returncode == 0 else None
     kind, message = classify(
         returncode=returncode, timed_out=timed_out, timeout=timeout, video=video is not None,
         log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
+    final = _hand_over_media(stage, work, video) if kind == "ok" and video else None
+    seconds = round(time.monotonic() - started, 2)
+    relay.say(f"render: {'done' if kind == 'ok' else kind} after {seconds:.0f}s")
     return RenderResult(
-        ok=kind == "ok", kind=kind, video_path=str(video) if kind == "ok" else None,
+        ok=kind == "ok", kind=kind, video_path=str(final) if final else None,
         log_tail=log[-8000:], returncode=returncode,
-        seconds=round(time.monotonic() - started, 2), message=message, out_dir=str(work),
+        seconds=seconds, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token)
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
-         timeout: float) -> tuple[int | None, bool]:
-    """Run CMD in its own session; at TIMEOUT SIGTERM its group, then SIGKILL after a grace."""
+         timeout: float, poll: Callable[[], None] | None = None) -> tuple[int | None, bool]:
+    """Run CMD in its own session; at TIMEOUT SIGTERM its group, then SIGKILL after a grace.
+
+    POLL (if given) is called about twice a second while it runs. An exception here (a
+    Ctrl-C in the caller) kills the group before it propagates: nothing outlives the call.
+    """
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -325,9 +581,21 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
         except FileNotFoundError as exc:
             log.write(f"No such file or directory: '{exc.filename}'\n".encode())
             return 127, False
+        deadline = time.monotonic() + timeout
         try:
-            return proc.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    code = proc.wait(timeout=min(left, 0.5) if poll else left)
+                except subprocess.TimeoutExpired:
+                    if poll:
+                        poll()
+                    continue
+                if poll:
+                    poll()
+                return code, False
             _kill_group(proc, signal.SIGTERM)
             try:
                 proc.wait(timeout=3)
@@ -336,6 +604,10 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
             _kill_group(proc, signal.SIGKILL)
             proc.wait()
             return proc.returncode, True
+        except BaseException:
+            _kill_group(proc, signal.SIGKILL)
+            proc.wait()
+            raise
 
 
 def _kill_group(proc: subprocess.Popen, sig: int) -> None:

@@ -117,6 +117,35 @@ class _Guard:
                     self.deny(f"{event} on {os.fsdecode(arg)!r} (outside the render dir)")
 
 
+PROGRESS_PREFIX = "mythloop-progress: animation"
+
+
+def _report_animations() -> None:
+    """Print one marker line as each animation (play or wait) starts, for the parent's relay.
+
+    The parent only echoes the number and a strictly filtered name from these lines, so a
+    scene that prints look-alikes can at worst show a wrong count, never reach the terminal.
+    """
+    from manim.scene.scene import Scene
+
+    original = Scene.play
+    count = [0]
+
+    def play(self, *args, **kwargs):
+        count[0] += 1
+        names = []
+        for arg in args[:3]:
+            kind = type(arg).__name__
+            names.append("animate" if kind == "_AnimationBuilder" else kind)
+        label = ",".join(names) + (",..." if len(args) > 3 else "")
+        sys.stdout.write(f"{PROGRESS_PREFIX} {count[0]} {label}\n")
+        sys.stdout.flush()
+        return original(self, *args, **kwargs)
+
+    play.__doc__, play.__wrapped__ = original.__doc__, original
+    Scene.play = play
+
+
 def main() -> None:
     """Install the guard, then run `manim` with the spec's arguments in this process."""
     spec = json.loads(sys.argv[1])
@@ -127,6 +156,8 @@ def main() -> None:
     import manim.__main__  # noqa: F401
 
     del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
+    if spec.get("progress"):
+        _report_animations()
 
     sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
     sys.argv = ["manim", *spec["manim_argv"]]
