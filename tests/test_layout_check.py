@@ -53,3 +53,18 @@ def test_quality_changes_what_is_readable():
     assert [f.kind for f in check_layout(record)] == ["too_small"]
     record["snapshots"][0]["items"][0]["em_px"] = 27.0  # the same text at 1080p
     assert check_layout(record) == []
+
+
+def test_sandboxed_render_reports_layout_findings(tmp_path):
+    """The probe runs inside the render sandbox; findings come back with the result."""
+    from mythloop.mythos.render import render_scene
+
+    bad = render_scene(SCENES, scene="OffFrame", quality="l", out_dir=tmp_path / "bad",
+                       timeout=240, layout=True)
+    assert bad.ok, bad.message
+    assert {f["kind"] for f in bad.layout_findings} == {"off_frame", "overlap", "too_small"}
+    assert Path(bad.video_path).is_file()
+    assert (tmp_path / "bad" / "media" / "layout.json").is_file()  # the record is kept
+    clean = render_scene(SCENES, scene="Clean", quality="l", out_dir=tmp_path / "ok",
+                         timeout=240, layout=True)
+    assert clean.ok and clean.layout_findings == []

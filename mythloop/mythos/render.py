@@ -36,6 +36,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mythloop.fileio import write_text_atomic
+from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
@@ -47,6 +48,7 @@ QUALITIES = ("l", "m", "h", "p", "k")
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
 _HERE = Path(__file__).resolve().parent
+_LAYOUT_FILE = "layout.json"  # written by the probe under the stage's media/
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 # The sandbox's own tool, looked up on the system path: a user's PATH (which the scene
 # inherits, e.g. one without LaTeX) must not decide whether the sandbox can be built.
@@ -77,6 +79,9 @@ class RenderResult(BaseModel):
     """Which sandbox layers were active, and notes on any that were not."""
     render_id: str = ""
     """MYTHLOOP_RENDER_ID given to the child (its processes carry it in their environment)."""
+    layout_findings: list[dict] | None = None
+    """With layout=True: the layout check's findings (off_frame, overlap, too_small), [] when
+    clean; None when no check ran."""
 
 
 class RenderLimits(BaseModel):
@@ -428,7 +433,8 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
                  timeout: float | None = None, out_dir: str | os.PathLike | None = None,
                  manim_cmd: list[str] | None = None, env_extra: dict[str, str] | None = None,
                  limits: RenderLimits | None = None, audit_hook: bool = True,
-                 progress: ProgressCallback | None = None) -> RenderResult:
+                 progress: ProgressCallback | None = None,
+                 layout: bool = False) -> RenderResult:
     """Render FILE's scene inside the sandbox; the mp4 lands under OUT_DIR/media/videos.
 
     OUT_DIR may be any folder the caller can write (a mode-700 temp dir included): the
@@ -437,7 +443,9 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     PROGRESS_EVERY seconds otherwise; left out, the lines go to the Prefect run logger
     when this runs inside a Prefect task (a film's render stage) and nowhere otherwise.
     `audit_hook=False` leaves out the Python-level guard (tests use it to show the OS
-    layers contain hostile code on their own).
+    layers contain hostile code on their own). `layout=True` also records where texts and
+    formulas are at each beat end and puts the layout check's findings into the result
+    (`layout_findings`; needs the audit-hooked worker).
     """
     source = Path(file)
     code = source.read_text(encoding="utf-8")  # FileNotFoundError/OSError for the caller
@@ -476,7 +484,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
             stage, work, name=name, code=code, scenes=scenes, quality=quality,
             timeout=timeout, cmd=cmd, python=python, hooked=hooked, namespaced=namespaced,
             env_extra=env_extra, limits=limits, started=started, log_path=log_path,
-            progress=progress, explicit=scene is not None)
+            progress=progress, explicit=scene is not None, layout=layout)
     finally:
         if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
             try:
@@ -490,7 +498,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                    quality: str, timeout: float, cmd: list[str], python: str | None,
                    hooked: bool, namespaced: bool, env_extra: dict[str, str] | None,
                    limits: RenderLimits, started: float, log_path: Path,
-                   progress: ProgressCallback | None, explicit: bool) -> RenderResult:
+                   progress: ProgressCallback | None, explicit: bool,
+                   layout: bool = False) -> RenderResult:
     """The sandboxed run inside STAGE; the video (on success) is moved into WORK."""
     (stage / name).write_text(code, encoding="utf-8")
     isolation: list[str] = []
@@ -516,6 +525,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
         spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv,
                        "progress": progress is not None}
+        if layout:
+            spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
         worker_cmd = [python, "-I", "-c", worker_src, json.dumps(spec_worker)]
         isolation.append("audit hook: no writes outside DIR, no processes but latex/dvisvgm, "
                          "no sockets, no ctypes")
@@ -556,6 +567,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
+    findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
+        else None
     final = _hand_over_media(stage, work, video) if kind == "ok" and video else None
     seconds = round(time.monotonic() - started, 2)
     relay.say(f"render: {'done' if kind == 'ok' else kind} after {seconds:.0f}s")
@@ -563,7 +576,20 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         ok=kind == "ok", kind=kind, video_path=str(final) if final else None,
         log_tail=log[-8000:], returncode=returncode,
         seconds=seconds, message=message, out_dir=str(work),
-        log_path=str(log_path), isolation=isolation, render_id=token)
+        log_path=str(log_path), isolation=isolation, render_id=token,
+        layout_findings=findings)
+
+
+def _layout_findings(record_path: Path) -> list[dict] | None:
+    """The layout check of the probe's record; None when there is no readable record (the
+    file comes from the sandbox: read as plain data, size-capped, never trusted further)."""
+    try:
+        if record_path.is_symlink() or record_path.stat().st_size > 8 << 20:
+            return None
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        return [f.as_dict() for f in check_layout(record)]
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return None
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,

@@ -158,6 +158,10 @@ def main() -> None:
     del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
     if spec.get("progress"):
         _report_animations()
+    if spec.get("layout_probe"):  # trusted source from mythloop (layout_probe.py)
+        probe: dict = {}
+        exec(compile(spec["layout_probe"], "layout_probe.py", "exec"), probe)  # noqa: S102
+        probe["install"](spec["layout_out"])
 
     sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
     sys.argv = ["manim", *spec["manim_argv"]]
