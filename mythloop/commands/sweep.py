@@ -8,7 +8,7 @@ import typer
 
 from mythloop.commands.runtime import flow_runtime, ui_hint
 
-CONDITIONS = ("c0", "c3")
+CONDITIONS = ("c0", "c3", "c4")
 JUDGES = ("simulated", "oracle", "gemini", "claude", "codex", "openai")
 
 
@@ -16,7 +16,8 @@ def sweep(
     ctx: typer.Context,
     conditions: list[str] = typer.Option(
         ["c0", "c3"], "--conditions", "-c",
-        help="Conditions to run: c0 (blend off) and/or c3 (blend on). "
+        help="Conditions to run: c0 (blend off), c3 (blend on), c4 (blend on, demotes only "
+             "credibly harmful skills; docs/blend.md). "
              "`--conditions c0 c3`, `--conditions c0,c3` or repeat the option."),
     rounds: int = typer.Option(6, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
     replicates: int = typer.Option(1, min=1, help="Replicates per condition, each with its own "
@@ -24,7 +25,10 @@ def sweep(
     judge: str = typer.Option("simulated", help="Who plays the model in learning turns: "
                               + " | ".join(JUDGES) + ". simulated/oracle need no account."),
     noise: float = typer.Option(0.2, min=0.0, max=1.0,
-                                help="Simulated judge: probability a verdict is flipped."),
+                                help="Simulated judge: probability a verdict is flipped. "
+                                     "Several levels (`--noise 0 0.2 0.4`) run a noise study: "
+                                     "one sweep per level under the results dir, and a noise "
+                                     "curve in its report."),
     omit_rate: float = typer.Option(0.05, min=0.0, max=1.0,
                                     help="Simulated judge: probability a tag is left out."),
     invent_rate: float = typer.Option(0.02, min=0.0, max=1.0,
@@ -50,7 +54,12 @@ def sweep(
     Writes per-round JSONL, turn logs, raw model texts, metrics.json, report.md and plots
     into the results dir, and prints where the report is.
     """
-    chosen = _conditions(conditions, ctx.args)
+    levels, names = _split_extras(noise, ctx.args)
+    chosen = _conditions(conditions, names)
+    if len(levels) > 1 and judge != "simulated":
+        typer.echo(f"error: several --noise levels need --judge simulated (judge {judge!r} has "
+                   "no noise setting)", err=True)
+        raise typer.Exit(2)
     if judge not in JUDGES:
         raise typer.BadParameter(f"unknown judge {judge!r}; choose one of {', '.join(JUDGES)}",
                                  param_hint="--judge")
@@ -58,7 +67,8 @@ def sweep(
 
     config = SweepConfig(
         conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
-        judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
+        judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
+                                   omit_rate=omit_rate, invent_rate=invent_rate,
                                    model=model),
         pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
         seed=seed, results_dir=results_dir.resolve() if results_dir else None,
@@ -72,7 +82,7 @@ def sweep(
         from flows.feedback_loop import sweep as sweep_flow
 
         try:
-            result = sweep_flow(config)
+            result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -84,6 +94,24 @@ def sweep(
     typer.echo(ui_hint())
 
 
+def _split_extras(noise: float, extra: list[str]) -> tuple[list[float], list[str]]:
+    """`--noise 0 0.2 0.4` leaves 0.2 and 0.4 among the extra args: numbers are noise
+    levels, the rest condition names. Returns (distinct sorted levels, other args)."""
+    levels, names = [noise], []
+    for item in extra:
+        try:
+            value = float(item)
+        except ValueError:
+            names.append(item)
+            continue
+        if not 0.0 <= value <= 1.0:
+            raise typer.BadParameter(f"noise level {item} is outside 0..1", param_hint="--noise")
+        levels.append(value)
+    from mythloop.sweep.study import normalise_levels
+
+    return normalise_levels(levels), names
+
+
 def _conditions(given: list[str], extra: list[str]) -> list[str]:
     """Accept `--conditions c0 c3` (the seed's form) as well as c0,c3 and repeats."""
     names: list[str] = []
@@ -92,7 +120,7 @@ def _conditions(given: list[str], extra: list[str]) -> list[str]:
     names = [n.lower() for n in names]
     unknown = [n for n in names if n not in CONDITIONS]
     if unknown:
-        raise typer.BadParameter(f"unknown condition(s) {', '.join(unknown)}; use c0 and/or c3",
+        raise typer.BadParameter(f"unknown condition(s) {', '.join(unknown)}; use c0, c3 and/or c4",
                                  param_hint="--conditions")
     return list(dict.fromkeys(names))
 
