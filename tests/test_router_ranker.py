@@ -237,7 +237,7 @@ def test_agreement_demotes_a_credibly_harmful_skill_and_spares_a_flipped_real_on
         tmp_path, catalog, embedder):
     """3 HARMFUL of 3 archives the poisoned skill in both blends; a real skill with 5 HELPFUL
     then 3 flipped HARMFUL is archived by the streak rule, so C3 sinks it to -1, while C4
-    (P(harmful share > 1/2) = 0.23) keeps ranking it on its merits."""
+    (P(harmful share > 1/2) = 0.25) keeps ranking it on its merits."""
     history = [(f"p{i}", QUERY, "naive-regex-matcher", "HARMFUL", f"nested quantifiers again {i}")
                for i in range(3)]
     history += [(f"h{i}", f"debug a slow regex {i}", "regex-debugger", v,
