@@ -90,6 +90,17 @@ def test_noise_table_break_even_and_conclusion():
     assert report.index("**Conclusion**") < 400 < report.index("## Noise table")
     assert "](noise_curve.png)" in report and "noise-0.20/report.md" in report
     assert "trap-win rate: noise 0.4" in report and "never (interval excludes 0 up to noise 0.4)" in report
+    goal = study["c4_goal"]
+    assert goal["0.20"]["trap_win_c4_minus_c3"] == 0.0 and goal["0.20"]["trap_win_within_0_1"]
+    assert goal["0.20"]["hit5_not_below_c0"] is True  # [-0.10, +0.00] includes 0
+    assert "## C4 goal" in report
+    from mythloop.analysis.study import _c4_goal
+
+    table = json.loads(json.dumps(study["table"]))
+    table["0.40"]["conditions"]["c4"]["trap.trap_win_rate"]["mean"] = 0.35  # C3: 0.5
+    table["0.40"]["differences"]["c4-c0"]["in_distribution.hit@5"] = _s(-0.1, -0.2, -0.05)
+    worse = _c4_goal(table)["0.40"]
+    assert worse["trap_win_within_0_1"] is False and worse["hit5_not_below_c0"] is False
     json.dumps(study, allow_nan=False)  # metrics.json-ready
 
 

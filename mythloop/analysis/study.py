@@ -90,7 +90,29 @@ def compute_study(levels: dict[float, dict[str, Any]], study: dict[str, Any]) ->
         "claims": claims,
         "break_even": break_even,
         "conclusion": _conclusion(order, names, claims, table, min_n, baseline),
+        "c4_goal": _c4_goal(table),
     }
+
+
+def _c4_goal(table: dict[str, Any]) -> dict[str, Any]:
+    """Per level, the C4 goal: trap-win rate within 0.1 of C3, and the interval of
+    C4 - C0 on in-distribution hit@5 including or exceeding 0 (None: not measurable)."""
+    out = {}
+    for lvl, entry in table.items():
+        conds, diffs = entry["conditions"], entry["differences"]
+        c3 = (conds.get("c3") or {}).get("trap.trap_win_rate")
+        c4 = (conds.get("c4") or {}).get("trap.trap_win_rate")
+        hit5 = (diffs.get("c4-c0") or {}).get("in_distribution.hit@5")
+        if not (c3 and c4 and hit5):
+            continue
+        gap = round(c4["mean"] - c3["mean"], 12)
+        out[lvl] = {
+            "trap_win_c4_minus_c3": gap,
+            "trap_win_within_0_1": gap >= -0.1 - 1e-9,
+            "hit5_c4_minus_c0": hit5,
+            "hit5_not_below_c0": (hit5["hi"] >= 0) if enough(hit5) else None,
+        }
+    return out
 
 
 def _levels_text(levels: list[float]) -> str:
@@ -171,6 +193,24 @@ def _break_even_lines(study: dict[str, Any]) -> list[str]:
     return out
 
 
+def _c4_goal_lines(study: dict[str, Any]) -> list[str]:
+    goal = study.get("c4_goal") or {}
+    if not goal:
+        return []
+    out = ["## C4 goal", "",
+           "Goal: C4's trap-win rate within 0.1 of C3, and in-distribution hit@5 not below C0 "
+           "(the interval of C4 - C0 includes or exceeds 0).", "",
+           "| noise | trap-win C4 - C3 | within 0.1 | hit@5 C4 - C0 | not below C0 |",
+           "|---|---|---|---|---|"]
+    for lvl, g in goal.items():
+        ok = g["hit5_not_below_c0"]
+        out.append(f"| {float(lvl):g} | {g['trap_win_c4_minus_c3']:+.2f} | "
+                   f"{'yes' if g['trap_win_within_0_1'] else 'no'} | "
+                   f"{_cell(g['hit5_c4_minus_c0'], sign=True)} | "
+                   f"{'n too small' if ok is None else 'yes' if ok else 'no'} |")
+    return [*out, ""]
+
+
 def render_study(study: dict[str, Any]) -> str:
     """The study's report.md."""
     meta = study["study"]
@@ -207,6 +247,7 @@ def render_study(study: dict[str, Any]) -> str:
         "|" + "---|" * len(header),
         *("| " + " | ".join(r[h] for h in header) + " |" for r in rows),
         "",
+        *_c4_goal_lines(study),
         "## Break-even noise",
         "",
         "The lowest noise level at which the interval of the difference includes 0.",
