@@ -133,7 +133,9 @@ def _run_section(m: dict[str, Any]) -> list[str]:
     reps = "; ".join(f"{c}: {', '.join(map(str, r))}" for c, r in m["replicates"].items())
     rows += [
         ["replicates found", reps],
-        ["rounds analysed", f"{m['first_round']} .. {m['last_round']}"],
+        ["rounds analysed", f"{round_label(m, m['first_round'])} .. "
+                            f"{round_label(m, m['last_round'])} (files round_{m['first_round']} "
+                            f".. round_{m['last_round']})"],
         ["abstain threshold", f"{m['analysis']['abstain_threshold']}"],
         [
             "intervals",
