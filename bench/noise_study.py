@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("--load-end", type=float)
     parser.add_argument("--load-mean", type=float)
     parser.add_argument("--started-utc")
+    parser.add_argument("--commit", help="the commit the timed run used (default: HEAD)")
     parser.add_argument("--note", default="")
     args = parser.parse_args()
     if args.wall_s is None:
@@ -100,7 +101,7 @@ def main() -> None:
         **run,
         "cores": os.cpu_count(),
         "os": platform.platform(),
-        "commit": _git(),
+        "commit": args.commit or _git(),
         "note": args.note,
         **figures(args.results_dir.resolve()),
     }
