@@ -103,7 +103,7 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
     """Stacked bars: the share of each verdict per tier, one bar per condition."""
     conds = metrics["conditions"]
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.08)
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.16)
     width = 0.8 / max(1, len(conds))
     drawn = False
     for ci, cond in enumerate(conds):
@@ -137,7 +137,7 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of verdicts")
     ax.set_title("Verdict mix per tier (all rounds and replicates)", pad=28)
-    ax.legend(loc="lower right", fontsize=7, ncols=3, framealpha=0.9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.07), fontsize=7, ncols=3)
     return fig
 
 
