@@ -6,7 +6,7 @@ bench/report.py renders it into RESULTS.md on every `make bench`.
     python bench/noise_study.py --results-dir D --wall-s 1234 --load-start 3.1 --load-end 2.9 \
         --load-mean 8.2 --started-utc ...                      # record a run timed elsewhere
 
-Not part of `make bench` (it takes tens of minutes on 2 cores).
+Not part of `make bench` (4-16 minutes on 2 shared cores).
 """
 
 from __future__ import annotations

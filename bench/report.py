@@ -348,7 +348,7 @@ def _noise_study(path: Path | None = None) -> list[str]:
         return []
     r = json.loads(path.read_text(encoding="utf-8"))
     out = ["", "## Noise study (bench/noise_study.py)", "",
-           f"Not run by `make bench` (tens of minutes); recorded {r.get('started_utc')}, "
+           f"Not run by `make bench` (4-16 min on 2 shared cores); recorded {r.get('started_utc')}, "
            f"commit {r.get('commit')}, {r.get('cores')} cores.", "",
            f"`{r['command']}`: wall **{r['wall_s'] / 60:.1f} min** ({r['wall_s']:.0f} s), "
            f"end to end (its own temporary Prefect server, 3 levels x 3 conditions x 3 "
