@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 
 def _n(x: float | None, unit: str = "", digits: int = 2) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}{unit}"
@@ -338,6 +341,40 @@ of the sweep table).
 """
 
 
+def _noise_study(path: Path | None = None) -> list[str]:
+    """The noise study's recorded run (bench/noise_study.py -> bench/noise_study.json)."""
+    path = path or Path(__file__).with_name("noise_study.json")
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    out = ["", "## Noise study (bench/noise_study.py)", "",
+           f"Not run by `make bench` (4-16 min on 2 shared cores); recorded {r.get('started_utc')}, "
+           f"commit {r.get('commit')}, {r.get('cores')} cores.", "",
+           f"`{r['command']}`: wall **{r['wall_s'] / 60:.1f} min** ({r['wall_s']:.0f} s), "
+           f"end to end (its own temporary Prefect server, 3 levels x 3 conditions x 3 "
+           f"replicates x 4 rounds, each level's analysis and the study's). Load average "
+           f"(1 min) {_n(r.get('load_start'), '', 1)} at the start, "
+           f"{_n(r.get('load_end'), '', 1)} at the end, {_n(r.get('load_mean'), '', 1)} on "
+           f"average over the run." + (f" {r['note']}" if r.get("note") else ""), ""]
+    out += [f"Conclusion of that run: {r.get('conclusion')}", "",
+            "| noise | metric | " + " | ".join(_cols(r)) + " |",
+            "|---|---|" + "---|" * len(_cols(r))]
+    for lvl, row in r.get("levels", {}).items():
+        for key, cell in row.items():
+            vals = []
+            for col in _cols(r):
+                v = cell.get(col)
+                vals.append("—" if v is None else f"{v:.2f}" if not isinstance(v, dict) else
+                            f"{v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]")
+            out.append(f"| {float(lvl):g} | {key} | " + " | ".join(vals) + " |")
+    return out
+
+
+def _cols(r: dict) -> list[str]:
+    first = next(iter(next(iter(r.get("levels", {}).values()), {}).values()), {})
+    return list(first)
+
+
 def render_results(data: dict) -> str:
     """The whole RESULTS.md."""
     m, parts = data["machine"], data["parts"]
@@ -391,6 +428,7 @@ def render_results(data: dict) -> str:
         lines += ["", f"Part wall {part['child_wall_s']:.0f} s; {_load(part)}."
                   + (f" Figures kept from the run of {part['from_run']}." if part.get("from_run")
                      else "")]
+    lines += _noise_study()
     findings = _findings(parts)
     lines += ["", "## Findings", ""]
     if not findings and all(ok is not False for *_, ok in _targets(parts)):

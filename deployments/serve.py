@@ -1,7 +1,9 @@
 """Serve mythloop's deployments from one long-lived process (`mythloop serve`).
 
     nightly-sweep   flows/feedback_loop.py:sweep   cron (default 0 2 * * *, settings timezone),
-                                                   parameters = the SweepConfig defaults
+                                                   parameters = the SweepConfig defaults and
+                                                   noise_levels (MYTHLOOP_NIGHTLY_NOISE_LEVELS:
+                                                   two or more run a noise study)
     film            flows/film.py:film             no schedule; started from the UI's Run form
 
 Also run directly from a checkout: `python deployments/serve.py` (PREFECT_API_URL set).
@@ -58,16 +60,22 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     _checkout_on_path()
     from flows.feedback_loop import sweep
     from flows.film import film
+    from mythloop.settings import get_settings
     from mythloop.sweep import SweepConfig
 
+    levels = sorted(set(get_settings().nightly_noise_levels))
     schedule = nightly_schedule(cron, timezone)
     nightly = sweep.to_deployment(
         name=NIGHTLY,
         schedules=[schedule],
-        parameters={"config": SweepConfig().model_dump(mode="json")},
+        parameters={"config": SweepConfig().model_dump(mode="json"),
+                    "noise_levels": levels or None},
         description=("The feedback-loop sweep, C0 vs C3 with the simulated judge, every night. "
                      "Results land in .mythloop/results/<UTC stamp>/ (report.md, metrics.json, "
-                     "plots); the report is also an artifact of the run."),
+                     "plots); the report is also an artifact of the run. Two or more "
+                     "noise_levels run a noise study: one sweep per level in "
+                     "<results>/noise-<level>/ and a noise curve in the report; artifacts keep "
+                     "one history per judge and noise level."),
         tags=["mythloop", "sweep", "nightly"],
     )
     film_deployment = film.to_deployment(

@@ -196,8 +196,24 @@ def _remove_if_unused(results_dir: Path) -> None:
 
 
 @flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
-def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic default)
-    """Run conditions x replicates x rounds of measure -> learn, then the analysis."""
+def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
+          noise_levels: list[float] | None = None) -> dict:
+    """Run conditions x replicates x rounds of measure -> learn, then the analysis.
+
+    With several `noise_levels` (simulated judge) this is a noise study instead: one
+    ordinary sweep per level in <results dir>/noise-<level>/, then the study's report
+    (flows/noise_study.py). One level is the same as setting judge_options.noise.
+    """
+    if noise_levels:
+        from mythloop.sweep.study import normalise_levels
+
+        levels = normalise_levels(noise_levels)
+        if len(levels) > 1:
+            from flows.noise_study import run_noise_study
+
+            return run_noise_study(config, levels)
+        config = config.model_copy(update={
+            "judge_options": config.judge_options.model_copy(update={"noise": levels[0]})})
     results_dir = _resolved_results_dir(config)
     created = not results_dir.exists()
     results_dir = _prepare_results_dir(config, results_dir)
@@ -214,7 +230,7 @@ def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic 
 def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
     total = len(config.conditions) * config.replicates * config.rounds
     progress_id = create_progress_artifact(
-        progress=0.0, key=artifact_key(config.judge, "progress"),
+        progress=0.0, key=artifact_key(_sweep_key(config), "progress"),
         description=f"Sweep progress ({results_dir.name})")
     if config.shard_deployment:  # each shard a flow run of that deployment, on the pool's workers
         return finish_sweep(config, results_dir, _fan_out(config, results_dir, progress_id))
@@ -226,6 +242,12 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
                 config, cond, replicate, str(results_dir), str(progress_id), base, total))
             base += config.rounds
     return finish_sweep(config, results_dir, shards)
+
+
+def _sweep_key(config: SweepConfig) -> str:
+    from mythloop.sweep.study import sweep_key
+
+    return sweep_key(config.judge, config.judge_options.noise)
 
 
 def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
@@ -316,8 +338,9 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["finished_utc"] = datetime.now(UTC).isoformat()
     write_json_atomic(meta_path, meta)
-    # Artifact keys stay the same night after night, so the UI shows one history per judge.
-    analyze_results(str(results_dir), config.judge)
+    # Artifact keys stay the same night after night, so the UI shows one history per judge
+    # and noise level.
+    analyze_results(str(results_dir), _sweep_key(config))
     report = Path(results_dir) / "report.md"
     say(f"[sweep] report: {report}")
     return {"results_dir": str(results_dir), "report": str(report), "shards": shards,

@@ -110,6 +110,17 @@ class Settings(BaseSettings):
 
     schedule_cron: str = Field("0 2 * * *", validation_alias=_env("SCHEDULE_CRON"))
     timezone: str = Field("UTC", validation_alias=_env("TIMEZONE"))
+    nightly_noise_levels: Annotated[list[float], NoDecode] = Field(
+        default_factory=list, validation_alias=_env("NIGHTLY_NOISE_LEVELS"))
+    """Noise levels of the nightly sweep, comma-separated (`0,0.1,0.2,0.3,0.4`): two or more
+    run a noise study (one sweep per level and a noise curve); empty runs one sweep."""
+
+    @field_validator("nightly_noise_levels", mode="before")
+    @classmethod
+    def _split_levels(cls, value):
+        if isinstance(value, str):
+            return [float(part) for part in value.replace(",", " ").split()]
+        return value
 
     @field_validator("model_fallbacks", mode="before")
     @classmethod

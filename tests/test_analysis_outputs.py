@@ -31,10 +31,12 @@ def test_report_sections_intervals_and_simulated_banner(analysed):
     report = result.report_path.read_text()
     assert result.report_path == root / "report.md"
     assert "SIMULATED JUDGE" in report
-    # c3 round 1 hit@1: replicates 1/3 and 1 -> 0.667 [0.333, 1.000]
-    assert "0.667 [0.333, 1.000]" in report
-    assert "n=1]" in report  # c0's last round has one replicate
-    assert re.search(r"\| hit@3 \(in-distribution\) \| 0\.667 \[0\.667, 0\.667\] \|", report)
+    # c3 round 1 hit@1: replicates 1/3 and 1 -> mean 0.667; two replicates give no interval
+    assert "0.667 (n=2, n too small)" in report and "0.667 [0.333, 1.000]" not in report
+    assert "(n=1, n too small)" in report  # c0's last round has one replicate
+    assert re.search(r"\| hit@3 \(in-distribution\) \| 0\.667 \(n=2, n too small\) \|", report)
+    assert "**Conclusion**: not claimed: 2 replicate(s)" in report.split("## What was run")[0]
+    assert "round 2 of 2" in report
     for name in FIGURES:
         assert f"]({name})" in report
     for text in (

@@ -50,7 +50,7 @@ def test_analyze_results_publishes_versioned_artifacts(prefect_harness, tmp_path
         ("c3", 1),
     }
     c3_last = next(r for r in rows if (r["condition"], r["round"]) == ("c3", 1))
-    assert c3_last["trap-win rate"] == "0.750 [0.500, 1.000]"
+    assert c3_last["trap-win rate"] == "0.750 (n=2, n too small)"  # two replicates: no interval
     assert "SIMULATED JUDGE" in report.data
     assert str(root / "hit_at_3.png") in report.data  # figure links point at the files
     with get_client(sync_client=True) as client:

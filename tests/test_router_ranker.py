@@ -158,3 +158,98 @@ def test_embeddings_are_normalised_and_cached(tmp_path, embedder):
     other_cache.embed(["first text to cache"])
     assert other_cache.encoded == 1
     assert embedder_module._MODELS == models  # no second model load in this process
+
+
+# --- C4: the agreement rule (docs/blend.md) ------------------------------------------------
+
+def _p_harmful_above_half(helpful: int, harmful: int) -> float:
+    """P(theta > 1/2), theta ~ Beta(1 + harmful, 1 + helpful), by the binomial identity:
+    for integer a, b, P(theta <= 1/2) = P(Bin(a + b - 1, 1/2) >= a)."""
+    from math import comb
+
+    a, b = 1 + harmful, 1 + helpful
+    n = a + b - 1
+    return 1.0 - sum(comb(n, k) for k in range(a, n + 1)) / 2 ** n
+
+
+@pytest.mark.parametrize("helpful,harmful", [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (1, 5),
+                                             (5, 1), (3, 2), (10, 10), (2, 9)])
+def test_harm_credibility_is_the_beta_posterior_tail(helpful, harmful):
+    from mythloop.router.ranker import harm_credibility
+
+    got = float(harm_credibility(np.array([helpful]), np.array([harmful]))[0])
+    assert got == pytest.approx(_p_harmful_above_half(helpful, harmful), abs=1e-12)
+
+
+def test_agreement_thresholds_in_verdicts():
+    """With the uniform prior and kappa 0.9: 3 harmful of 3 demote, 2 of 2 or 4 of 5 do not."""
+    from mythloop.router.ranker import AGREEMENT_CREDIBILITY, harm_credibility
+
+    def credible(h, x):
+        return bool(harm_credibility(np.array([h]), np.array([x]))[0] >= AGREEMENT_CREDIBILITY)
+
+    assert credible(0, 3) and credible(1, 5) and credible(2, 7)
+    assert not credible(0, 2) and not credible(1, 4) and not credible(3, 2) and not credible(5, 3)
+
+
+def _agreement_expected(catalog, embedder, history, query, related_k):
+    """C4 by hand: the C3 terms, with every demoting term dropped for a skill that is not
+    credibly harmful (the negative count bonus, harm match, related harmful, suspect)."""
+    out = expected_scores(catalog, embedder, history, query, related_k)
+    for name, t in out.items():
+        mine = [h for h in history if h[2] == name]
+        helpful = sum(1 for x in mine if x[3] == "HELPFUL")
+        harmful = sum(1 for x in mine if x[3] == "HARMFUL")
+        if _p_harmful_above_half(helpful, harmful) >= 0.9:
+            continue
+        t.update(count_bonus=max(0.0, t["count_bonus"]), harm_match=0.0, related_harmful=0.0,
+                 status_mult=1.0)
+        t["final"] = (t["semantic"] + W["count"] * t["count_bonus"]
+                      + W["context"] * (t["help_match"] - W["harm"] * t["harm_match"])
+                      + W["related"] * (t["related_helpful"] - t["related_harmful"]))
+    return out
+
+
+def test_agreement_matches_hand_computed_formula(tmp_path, catalog, embedder):
+    store = build_store(tmp_path / "s.db", catalog, embedder)
+    settings = get_settings(eval_blend=True, related_k=40)
+    c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
+    c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
+                                    agreement=True).rank(QUERY, top_k=None)}
+    expected = _agreement_expected(catalog, embedder, HISTORY, QUERY, 40)
+    for name, row in c4.items():
+        for key, value in expected[name].items():
+            assert row.breakdown[key] == pytest.approx(value, abs=1e-5), (name, key)
+    # 2 HARMFUL of 2 is no agreement yet: C3 demotes the poisoned skill, C4 does not.
+    assert c3["naive-regex-matcher"].score < c4["naive-regex-matcher"].score
+    assert c4["naive-regex-matcher"].breakdown["harm_match"] == 0.0
+    # 3 HELPFUL and 2 HARMFUL: suspect in the store (x0.5 in C3), not demoted by C4.
+    assert c4["docker-compose-basics"].status == "suspect"
+    assert c3["docker-compose-basics"].breakdown["status_mult"] == 0.5
+    assert c4["docker-compose-basics"].breakdown["status_mult"] == 1.0
+    # Promotion is the same in both: the helpful skill keeps its help match and bonus.
+    for key in ("help_match", "count_bonus", "related_helpful", "final"):
+        assert c4["regex-debugger"].breakdown[key] == pytest.approx(
+            c3["regex-debugger"].breakdown[key])
+
+
+def test_agreement_demotes_a_credibly_harmful_skill_and_spares_a_flipped_real_one(
+        tmp_path, catalog, embedder):
+    """3 HARMFUL of 3 archives the poisoned skill in both blends; a real skill with 5 HELPFUL
+    then 3 flipped HARMFUL is archived by the streak rule, so C3 sinks it to -1, while C4
+    (P(harmful share > 1/2) = 0.25) keeps ranking it on its merits."""
+    history = [(f"p{i}", QUERY, "naive-regex-matcher", "HARMFUL", f"nested quantifiers again {i}")
+               for i in range(3)]
+    history += [(f"h{i}", f"debug a slow regex {i}", "regex-debugger", v,
+                 f"regex advice judged {v.lower()} {i}")
+                for i, v in enumerate(["HELPFUL"] * 5 + ["HARMFUL"] * 3)]
+    store = build_store(tmp_path / "s.db", catalog, embedder, history)
+    settings = get_settings(eval_blend=True)
+    c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
+    c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
+                                    agreement=True).rank(QUERY, top_k=None)}
+    assert c3["naive-regex-matcher"].score == c4["naive-regex-matcher"].score == -1.0
+    assert c3["regex-debugger"].status == c4["regex-debugger"].status == "archived"
+    assert c3["regex-debugger"].score == -1.0
+    assert c4["regex-debugger"].score > c4["regex-debugger"].breakdown["semantic"] > 0
+    assert c4["regex-debugger"].rank == 1

@@ -18,7 +18,11 @@ from mythloop.analysis.metrics import TIERS, VERDICTS  # noqa: E402
 __all__ = ["FIGURES", "draw_figures"]
 
 FIGURES = ("hit_at_3.png", "trap_win_rate.png", "poisoned_rank.png", "verdict_mix.png")
-_COLOURS = {"c0": "#7f7f7f", "c3": "#1f77b4"}
+_COLOURS = {"c0": "#7f7f7f", "c3": "#1f77b4", "c4": "#2ca02c"}
+# Equal lines stay visible: each condition has its own dash and marker, and is shifted a
+# little along x (DODGE rounds apart per condition), so one never hides another.
+_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (1, 1)), "v"))
+_DODGE = 0.06
 _FALLBACK = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _VERDICT_COLOURS = {"HELPFUL": "#2ca02c", "NEUTRAL": "#bdbdbd", "HARMFUL": "#d62728"}
 
@@ -54,20 +58,25 @@ def _by_round(
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.19)
     drawn = False
-    for i, cond in enumerate(metrics["conditions"]):
+    conds = metrics["conditions"]
+    for i, cond in enumerate(conds):
         points = sorted(
             (int(r), s[key]) for r, s in metrics["per_round"].get(cond, {}).items() if key in s
         )
         if not points:
             continue
-        xs = [r for r, _ in points]
+        shift = (i - (len(conds) - 1) / 2) * _DODGE
+        xs = [r + 1 + shift for r, _ in points]  # rounds labelled from 1
         n = max(s["n"] for _, s in points)
         colour = _colour(cond, i)
+        style, marker = _STYLES[i % len(_STYLES)]
         ax.plot(
             xs,
             [s["mean"] for _, s in points],
-            marker="o",
+            marker=marker,
+            linestyle=style,
             color=colour,
+            alpha=0.9,
             label=f"{cond.upper()} (n={n})",
         )
         ax.fill_between(
@@ -77,7 +86,7 @@ def _by_round(
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     ax.set_title(title)
-    ax.set_xlabel("round")
+    ax.set_xlabel("round (1 = before any learning)")
     ax.set_ylabel(ylabel)
     ax.xaxis.get_major_locator().set_params(integer=True)
     if ylim:
@@ -94,7 +103,7 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
     """Stacked bars: the share of each verdict per tier, one bar per condition."""
     conds = metrics["conditions"]
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.08)
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.84, bottom=0.16)
     width = 0.8 / max(1, len(conds))
     drawn = False
     for ci, cond in enumerate(conds):
@@ -120,14 +129,15 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
             drawn = drawn or any(totals)
         for ti, tot in enumerate(sum(mix.get(t, {}).values()) for t in TIERS):
             x = ti + (ci - (len(conds) - 1) / 2) * width
-            ax.text(x, 1.02, f"{cond.upper()}\nn={tot}", ha="center", va="bottom", fontsize=7)
+            ax.text(x, 1.01, f"{cond.upper()}\nn={tot}", ha="center", va="bottom", fontsize=7,
+                    transform=ax.get_xaxis_transform())
     if not drawn:
         ax.text(0.5, 0.5, "no verdicts", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks(range(len(TIERS)), [t for t in TIERS])
-    ax.set_ylim(0, 1.25)
+    ax.set_ylim(0, 1)
     ax.set_ylabel("share of verdicts")
-    ax.set_title("Verdict mix per tier (all rounds and replicates)", pad=24)
-    ax.legend(loc="upper right", fontsize=7, ncols=3)
+    ax.set_title("Verdict mix per tier (all rounds and replicates)", pad=28)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.07), fontsize=7, ncols=3)
     return fig
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from mythloop.analysis.compute import HEADLINE
+from mythloop.analysis.conclusion import MIN_REPLICATES, round_label, single_conclusion
 from mythloop.analysis.metrics import TIERS, VERDICTS
 from mythloop.analysis.plots import FIGURES
 
@@ -38,12 +39,14 @@ _FIGURE_CAPTIONS = {
 
 
 def fmt(s: dict[str, Any] | None, digits: int = 3, sign: bool = False) -> str:
-    """`mean [lo, hi]`, with `; n=1` inside the brackets when one replicate stands alone."""
+    """`mean [lo, hi]`; with fewer than 3 replicates `mean (n=2, n too small)` instead of
+    an interval (a percentile bootstrap over one or two values is no 95% interval)."""
     if not s:
         return "—"
     f = f"{{:{'+' if sign else ''}.{digits}f}}"
-    n_note = f"; n={s['n']}" if s.get("n") == 1 else ""
-    return f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}{n_note}]"
+    if int(s.get("n", 0)) < MIN_REPLICATES:
+        return f"{f.format(s['mean'])} (n={s.get('n', 0)}, n too small)"
+    return f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}]"
 
 
 def fmt_diff(s: dict[str, Any] | None) -> str:
@@ -60,10 +63,10 @@ def headline_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
     for row in metrics["headline"]:
         out = {"metric": row["label"]}
         for cond, cells in row["conditions"].items():
-            out[f"{cond} r{first}"] = fmt(cells["first"])
-            out[f"{cond} r{last}"] = fmt(cells["last"])
+            out[f"{cond} {round_label(metrics, first)}"] = fmt(cells["first"])
+            out[f"{cond} {round_label(metrics, last)}"] = fmt(cells["last"])
         for name, d in row["differences"].items():
-            out[f"{name} r{last}"] = fmt_diff(d["last"])
+            out[f"{name} {round_label(metrics, last)}"] = fmt_diff(d["last"])
         rows.append(out)
     return rows
 
@@ -130,7 +133,9 @@ def _run_section(m: dict[str, Any]) -> list[str]:
     reps = "; ".join(f"{c}: {', '.join(map(str, r))}" for c, r in m["replicates"].items())
     rows += [
         ["replicates found", reps],
-        ["rounds analysed", f"{m['first_round']} .. {m['last_round']}"],
+        ["rounds analysed", f"{round_label(m, m['first_round'])} .. "
+                            f"{round_label(m, m['last_round'])} (files round_{m['first_round']} "
+                            f".. round_{m['last_round']})"],
         ["abstain threshold", f"{m['analysis']['abstain_threshold']}"],
         [
             "intervals",
@@ -174,7 +179,8 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
         for row in m["headline"]
     ]
     out += [
-        f"First round ({m['first_round']}) to last round ({m['last_round']}), per replicate then averaged:",
+        f"First round ({round_label(m, m['first_round'])}) to last round "
+        f"({round_label(m, m['last_round'])}), per replicate then averaged:",
         "",
     ]
     out += _table(["metric", *(f"{c} last - first" for c in m["conditions"])], delta_rows)
@@ -214,10 +220,10 @@ def _pairs_section(m: dict[str, Any]) -> list[str]:
         "prompt",
         "gold",
         "poisoned twin",
-        f"gold rank r{m['first_round']}",
-        f"gold rank r{m['last_round']}",
-        f"twin rank r{m['first_round']}",
-        f"twin rank r{m['last_round']}",
+        f"gold rank ({round_label(m, m['first_round'])})",
+        f"gold rank ({round_label(m, m['last_round'])})",
+        f"twin rank ({round_label(m, m['first_round'])})",
+        f"twin rank ({round_label(m, m['last_round'])})",
         "win rate (last)",
         "twin status (last)",
     ]
@@ -229,7 +235,7 @@ def _pairs_section(m: dict[str, Any]) -> list[str]:
             gap_rows.append(
                 [
                     cond,
-                    str(r),
+                    round_label(m, r),
                     fmt(s.get("trap.gap_all"), sign=True),
                     fmt(s.get("trap.gap_both_present"), sign=True),
                     fmt(s.get("trap.n_gap_both_present"), 2),
@@ -266,12 +272,12 @@ def _detail_section(m: dict[str, Any]) -> list[str]:
             for group in ("in_distribution", "trap", "normal", "heldout"):
                 if f"{group}.hit@1" in s:
                     rows.append(
-                        [cond, str(r), group, *(fmt(s.get(f"{group}.{k}"), 2) for k, _ in cols)]
+                        [cond, round_label(m, r), group, *(fmt(s.get(f"{group}.{k}"), 2) for k, _ in cols)]
                     )
             tier_rows.append(
                 [
                     cond,
-                    str(r),
+                    round_label(m, r),
                     *(
                         f"{fmt(s.get(f'tier_rank.in_distribution.{t}'), 2)} "
                         f"(x{_count(s.get(f'tier_count.in_distribution.{t}'))})"
@@ -390,8 +396,10 @@ _DEFINITIONS = [
     "skill -> HELPFUL; other real or competing skills -> HELPFUL or NEUTRAL; noise -> NEUTRAL.",
     "- **tag parse rate**: ok in-distribution turns with at least one parsed tag (null prompts should emit none, "
     "so they are reported apart). Off-catalog and invented rates are per parsed tag.",
-    "- **intervals**: 95% percentile bootstrap over replicates; with one replicate the interval is the point "
-    "(`n=1`). Differences pair replicates by index when both conditions have the same replicates, else "
+    "- **intervals**: 95% percentile bootstrap over replicates; with fewer than 3 replicates no "
+    "interval is shown (`n too small`) and no conclusion is drawn. A conclusion counts a metric as "
+    "better or worse only when the whole interval of the difference lies on one side of 0. "
+    "Rounds are labelled from 1 (`round 1 of 6` is the measurement before any learning). Differences pair replicates by index when both conditions have the same replicates, else "
     "resample each condition apart (`unpaired`).",
     "- A round file with no rows gives no ranking metrics for that cell (reported under data issues); "
     "a prompt missing from a non-empty round counts as a miss.",
@@ -407,6 +415,7 @@ def render_report(metrics: dict[str, Any]) -> str:
         title,
         "",
         *_banner(sweep),
+        *single_conclusion(metrics),
         *_run_section(metrics),
         *_issues_section(metrics),
         *_headline_section(metrics),

@@ -33,6 +33,11 @@ def analyze_command(
 
     console = Console()
     errors = Console(stderr=True)
+    from mythloop.sweep.study import read_study
+
+    if read_study(results_dir) is not None:  # a noise study: every level, then the study
+        _analyze_study(results_dir, console)
+        return
     try:
         result = analyze(results_dir, abstain_threshold=abstain_threshold)
     except AnalysisError as exc:
@@ -62,6 +67,33 @@ def analyze_command(
                           markup=False)
     console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
     console.print(f"metrics: {result.metrics_path}", highlight=False, soft_wrap=True)
+
+
+def _analyze_study(root: Path, console) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mythloop.analysis import AnalysisError
+    from mythloop.analysis.study import analyze_study
+
+    try:
+        result = analyze_study(root)
+    except AnalysisError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    if result.simulated:
+        console.print(
+            "[bold yellow]SIMULATED JUDGE[/bold yellow]: verdicts are synthetic, not a model's."
+        )
+    if result.table_rows:
+        table = Table(title="noise study: last round, mean [95% CI over replicates]")
+        for column in result.table_rows[0]:
+            table.add_column(column, overflow="fold")
+        for row in result.table_rows:
+            table.add_row(*row.values())
+        console.print(table)
+    console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
+    console.print(f"noise curve: {result.figure}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

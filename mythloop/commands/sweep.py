@@ -9,14 +9,15 @@ import typer
 from mythloop.commands.runtime import flow_runtime, ui_hint
 from mythloop.sweep.config import JUDGES
 
-CONDITIONS = ("c0", "c3")
+CONDITIONS = ("c0", "c3", "c4")
 
 
 def sweep(
     ctx: typer.Context,
     conditions: list[str] = typer.Option(
         ["c0", "c3"], "--conditions", "-c",
-        help="Conditions to run: c0 (blend off) and/or c3 (blend on). "
+        help="Conditions to run: c0 (blend off), c3 (blend on), c4 (blend on, demotes only "
+             "credibly harmful skills; docs/blend.md). "
              "`--conditions c0 c3`, `--conditions c0,c3` or repeat the option."),
     rounds: int = typer.Option(6, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
     replicates: int = typer.Option(1, min=1, help="Replicates per condition, each with its own "
@@ -24,7 +25,10 @@ def sweep(
     judge: str = typer.Option("simulated", help="Who plays the model in learning turns: "
                               + " | ".join(JUDGES) + ". simulated/oracle need no account."),
     noise: float = typer.Option(0.2, min=0.0, max=1.0,
-                                help="Simulated judge: probability a verdict is flipped."),
+                                help="Simulated judge: probability a verdict is flipped. "
+                                     "Several levels (`--noise 0 0.2 0.4`) run a noise study: "
+                                     "one sweep per level under the results dir, and a noise "
+                                     "curve in its report."),
     omit_rate: float = typer.Option(0.05, min=0.0, max=1.0,
                                     help="Simulated judge: probability a tag is left out."),
     invent_rate: float = typer.Option(0.02, min=0.0, max=1.0,
@@ -54,7 +58,11 @@ def sweep(
     Writes per-round JSONL, turn logs, raw model texts, metrics.json, report.md and plots
     into the results dir, and prints where the report is.
     """
-    chosen = _conditions(conditions, ctx.args)
+    levels, names = _split_extras(noise, ctx.args)
+    chosen = _conditions(conditions, names)
+    if len(levels) > 1 and judge != "simulated":
+        _fail(f"several --noise levels need --judge simulated (judge {judge!r} has no noise "
+              "setting)")
     if judge not in JUDGES:
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
     from pydantic import ValidationError
@@ -65,7 +73,8 @@ def sweep(
     try:
         config = SweepConfig(
             conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
-            judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
+            judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
+                                       omit_rate=omit_rate, invent_rate=invent_rate,
                                        model=model),
             pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve() if results_dir else None,
@@ -74,7 +83,13 @@ def sweep(
         _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
     # Pool, prompts and results dir are checked here, before a Prefect server starts.
     try:
-        checked = check_inputs(config)
+        if len(levels) > 1:  # a noise study: D holds the study, each level its own sweep
+            from mythloop.sweep.study import check_study_dir
+
+            checked = check_inputs(config.model_copy(update={"results_dir": None}))
+            check_study_dir(config)
+        else:
+            checked = check_inputs(config)
     except ValueError as exc:
         _fail(one_line(exc))
     for issue in checked.catalog.issues:
@@ -83,7 +98,7 @@ def sweep(
         from flows.feedback_loop import sweep as sweep_flow
 
         try:
-            result = sweep_flow(config)
+            result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
             _fail(one_line(exc))
     typer.echo(f"results: {result['results_dir']}")
@@ -110,6 +125,24 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _split_extras(noise: float, extra: list[str]) -> tuple[list[float], list[str]]:
+    """`--noise 0 0.2 0.4` leaves 0.2 and 0.4 among the extra args: numbers are noise
+    levels, the rest condition names. Returns (distinct sorted levels, other args)."""
+    levels, names = [noise], []
+    for item in extra:
+        try:
+            value = float(item)
+        except ValueError:
+            names.append(item)
+            continue
+        if not 0.0 <= value <= 1.0:
+            _fail(f"noise level {item} is outside 0..1 (--noise)")
+        levels.append(value)
+    from mythloop.sweep.study import normalise_levels
+
+    return normalise_levels(levels), names
+
+
 def _conditions(given: list[str], extra: list[str]) -> list[str]:
     """Accept `--conditions c0 c3` (the seed's form) as well as c0,c3 and repeats."""
     names: list[str] = []
@@ -118,7 +151,7 @@ def _conditions(given: list[str], extra: list[str]) -> list[str]:
     names = [n.lower() for n in names]
     unknown = [n for n in names if n not in CONDITIONS]
     if unknown:
-        _fail(f"unknown condition(s) {', '.join(unknown)}: use c0 and/or c3 (--conditions)")
+        _fail(f"unknown condition(s) {', '.join(unknown)}: use c0, c3 and/or c4 (--conditions)")
     return list(dict.fromkeys(names))
 
 

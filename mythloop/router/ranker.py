@@ -5,7 +5,13 @@
             + w_context * (help_match - w_harm * harm_match)
             + w_related * (related_helpful - related_harmful) ) * status_mult
 
-archived forces final = -1.0; blend off gives final = semantic. The per-skill
+archived forces final = -1.0; blend off gives final = semantic.
+
+The agreement rule (condition C4, docs/blend.md) keeps that formula and the stored
+counters but asks for agreement before it demotes: with theta ~ Beta(a0 + harmful,
+b0 + helpful), a skill is *credibly harmful* when P(theta > 1/2) >= kappa. Only then do
+its demoting terms count (the negative part of count_bonus, harm_match, related_harmful,
+the suspect multiplier and archiving); promoting terms count as in C3. The per-skill
 verdict state is held as arrays and rebuilt from the store whenever its version
 changes, which is checked before every ranking: a write is visible to the very
 next call (the published run cached it for a whole run).
@@ -24,7 +30,13 @@ from mythloop.router.state import VerdictArrays, build_arrays
 from mythloop.settings import Settings, get_settings
 from mythloop.skills import Catalog, Skill
 
-__all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "name_text", "full_text"]
+__all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "AGREEMENT_PRIOR", "AGREEMENT_CREDIBILITY",
+           "harm_credibility", "name_text", "full_text"]
+
+AGREEMENT_PRIOR = (1.0, 1.0)
+"""C4: Beta prior pseudo-counts (harmful a0, helpful b0) on a skill's harmful share."""
+AGREEMENT_CREDIBILITY = 0.9
+"""C4: posterior probability P(harmful share > 1/2) a skill needs before it is demoted."""
 
 BREAKDOWN_KEYS = (
     "semantic", "count_bonus", "help_match", "harm_match",
@@ -52,6 +64,15 @@ class RankedSkill:
         return asdict(self)
 
 
+def harm_credibility(helpful, harmful, prior: tuple[float, float] = AGREEMENT_PRIOR) -> np.ndarray:
+    """P(theta > 1/2) for theta ~ Beta(a0 + harmful, b0 + helpful), per skill (C4's test)."""
+    from scipy.special import betainc
+
+    a = np.asarray(harmful, dtype=np.float64) + float(prior[0])
+    b = np.asarray(helpful, dtype=np.float64) + float(prior[1])
+    return 1.0 - betainc(a, b, 0.5)  # betainc(a, b, x) = P(theta <= x)
+
+
 def name_text(name: str) -> str:
     """The text embedded for a skill's name."""
     return name.replace("-", " ")
@@ -66,12 +87,15 @@ class Router:
     """Ranks a catalog's skills for a query, blending in the store's verdicts."""
 
     def __init__(self, catalog: Catalog | Sequence[Skill], store, embedder,
-                 settings: Settings | None = None, blend: bool | None = None) -> None:
+                 settings: Settings | None = None, blend: bool | None = None,
+                 agreement: bool = False) -> None:
+        """`agreement=True` applies the C4 rule on top of the blend (module docstring)."""
         skills = list(catalog.skills if isinstance(catalog, Catalog) else catalog)
         texts = [full_text(s) for s in skills] + [name_text(s.name) for s in skills]
         vecs = embedder.embed(texts) if skills else np.zeros((0, 0), np.float32)
         n = len(skills)
         self._setup(skills, vecs[:n], vecs[n:], store, embedder, embedder.model_id, settings, blend)
+        self.agreement = bool(agreement)
 
     @classmethod
     def from_vectors(cls, skills: Sequence[Skill], full_vecs: np.ndarray, name_vecs: np.ndarray,
@@ -89,6 +113,9 @@ class Router:
         self.embedder = embedder
         self.model_id = model_id
         self.blend = settings.eval_blend if blend is None else bool(blend)
+        self.agreement = False  # C4's rule (set by the constructor)
+        self.agreement_prior = AGREEMENT_PRIOR
+        self.agreement_credibility = AGREEMENT_CREDIBILITY
         self.weights = {
             "count": settings.w_count, "context": settings.w_context,
             "harm": settings.w_harm, "related": settings.w_related,
@@ -153,10 +180,19 @@ class Router:
         count_bonus = np.where(
             total > 0, ((a.helpful + 1) / (total + 2) - 0.5) * np.minimum(1.0, total / 10.0), 0.0)
         mult = a.status_mult
+        archived = a.archived
+        if self.agreement:  # C4: demote only a credibly harmful skill
+            credible = (harm_credibility(a.helpful, a.harmful, self.agreement_prior)
+                        >= self.agreement_credibility)
+            count_bonus = np.where(credible, count_bonus, np.maximum(count_bonus, 0.0))
+            harm_match = np.where(credible, harm_match, 0.0)
+            rel_harm = np.where(credible, rel_harm, 0.0)
+            mult = np.where(credible, mult, np.maximum(mult, 1.0))
+            archived = archived & credible
         final = (semantic + w["count"] * count_bonus
                  + w["context"] * (help_match - w["harm"] * harm_match)
                  + w["related"] * (rel_help - rel_harm)) * mult
-        final = np.where(a.archived, -1.0, final)
+        final = np.where(archived, -1.0, final)
         return {"semantic": semantic, "count_bonus": count_bonus, "help_match": help_match,
                 "harm_match": harm_match, "related_helpful": rel_help, "related_harmful": rel_harm,
                 "status_mult": mult, "final": final}

@@ -128,7 +128,8 @@ class ConditionRun:
         self.turn_timeout = self.config.turn_timeout or _settings_turn_timeout()
         self._materialise_skills()
         self.store = VerdictStore(self.store_path, self.dir / "verdicts.npz")
-        self.router = Router(self.catalog, self.store, self.embedder, blend=self.cond == "c3")
+        self.router = Router(self.catalog, self.store, self.embedder,
+                             blend=self.cond in ("c3", "c4"), agreement=self.cond == "c4")
         self.backend = self._make_backend()
 
     def close(self) -> None:

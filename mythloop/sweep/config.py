@@ -42,8 +42,9 @@ class JudgeOptions(BaseModel):
 class SweepConfig(BaseModel):
     """Everything that defines a sweep; two runs with the same config and results dir resume."""
 
-    conditions: list[Literal["c0", "c3"]] = ["c0", "c3"]
-    """C0 = blend off (verdicts stored, not used); C3 = blend on."""
+    conditions: list[Literal["c0", "c3", "c4"]] = ["c0", "c3"]
+    """C0 = blend off (verdicts stored, not used); C3 = blend on; C4 = blend on with the
+    agreement rule (demotes a skill only when it is credibly harmful; docs/blend.md)."""
     rounds: int = Field(6, ge=1, le=100)
     """Rounds of measure -> learn, numbered from 0."""
     replicates: int = Field(1, ge=1, le=50)
