@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mythloop.commands.runtime import flow_runtime, ui_hint
+from mythloop.commands.runtime import flow_runtime, resume_command, ui_hint
 
 CONDITIONS = ("c0", "c3")
 JUDGES = ("simulated", "oracle", "gemini", "claude", "codex", "openai")
@@ -54,21 +54,27 @@ def sweep(
     if judge not in JUDGES:
         raise typer.BadParameter(f"unknown judge {judge!r}; choose one of {', '.join(JUDGES)}",
                                  param_hint="--judge")
+    from mythloop.settings import get_settings
     from mythloop.sweep import JudgeOptions, SweepConfig
+    from mythloop.sweep.config import default_results_dir
+
+    # Chosen here, not in the flow, so the Ctrl-C line can name it for the rerun.
+    results_dir = (results_dir or default_results_dir(get_settings().resolved_results_dir))
 
     config = SweepConfig(
         conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
         judge_options=JudgeOptions(noise=noise, omit_rate=omit_rate, invent_rate=invent_rate,
                                    model=model),
         pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
-        seed=seed, results_dir=results_dir.resolve() if results_dir else None,
+        seed=seed, results_dir=results_dir.resolve(),
         shard_deployment=shard_deployment)
     for path, what in ((config.resolved_pool(), "--pool"),
                        (config.resolved_prompts_file(), "--prompts")):
         if not path.exists():
             typer.echo(f"error: {what} {path} does not exist", err=True)
             raise typer.Exit(2)
-    with flow_runtime(verbose=verbose):
+    resume = resume_command(add={"--results-dir": str(config.results_dir)})
+    with flow_runtime(verbose=verbose, resume=resume):
         from flows.feedback_loop import sweep as sweep_flow
 
         try:
