@@ -86,7 +86,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
         with contextlib.ExitStack() as stack:
             try:
                 if not os.environ.get("PREFECT_API_URL"):
-                    state["server"] = _start_temporary_server(stack, state)
+                    _start_temporary_server(stack, state)
                 yield
             except KeyboardInterrupt:
                 # The flow engine has reported the runs under way as Crashed by now.
@@ -113,7 +113,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             os._exit(0 if stopped else 130)
 
 
-def _start_temporary_server(stack: contextlib.ExitStack, state: dict):
+def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:
     """Start the temporary server and point this process (and its children) at it."""
     import typer
 
@@ -122,6 +122,7 @@ def _start_temporary_server(stack: contextlib.ExitStack, state: dict):
 
     home = os.environ.get("PREFECT_HOME")
     server = TemporaryServer(prefect_home=Path(home) if home else get_settings().prefect_home)
+    state["server"] = server  # known to the Ctrl-C path from here on
     timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
     stack.callback(lambda: _stop_temporary_server(server, state["interrupted"]))
     try:
@@ -145,7 +146,6 @@ def _start_temporary_server(stack: contextlib.ExitStack, state: dict):
     # Threads started from contexts copied earlier see the same settings.
     stack.enter_context(prefect.context._temporary_global_settings_context(
         prefect.context.get_settings_context()))
-    return server
 
 
 def _stop_temporary_server(server, interrupted: bool) -> None:
