@@ -85,7 +85,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
     try:
         with contextlib.ExitStack() as stack:
             try:
-                if not os.environ.get("PREFECT_API_URL"):
+                from prefect.settings import PREFECT_API_URL
+
+                if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
                 yield
             except KeyboardInterrupt:
