@@ -303,7 +303,7 @@ def serve(
     from mythloop.commands.runtime import flow_runtime
     from mythloop.data import deployments_dir
 
-    with flow_runtime(verbose=verbose):
+    with flow_runtime(verbose=verbose, stopped="stopped serving"):
         entry = _load_serve_entry(deployments_dir() / "serve.py")
         try:
             deployments = entry.build_deployments(cron=cron, timezone=timezone)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mythloop.commands.runtime import flow_runtime, ui_hint
+from mythloop.commands.runtime import flow_runtime, resume_command, ui_hint
 from mythloop.sweep.config import JUDGES
 
 CONDITIONS = ("c0", "c3", "c4")
@@ -67,8 +67,13 @@ def sweep(
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
     from pydantic import ValidationError
 
+    from mythloop.settings import get_settings
     from mythloop.sweep import JudgeOptions, SweepConfig
+    from mythloop.sweep.config import default_results_dir
     from mythloop.sweep.inputs import check_inputs, judge_label, one_line
+
+    # Chosen here, not in the flow, so the Ctrl-C line can name it for the rerun.
+    results_dir = results_dir or default_results_dir(get_settings().resolved_results_dir)
 
     try:
         config = SweepConfig(
@@ -77,7 +82,7 @@ def sweep(
                                        omit_rate=omit_rate, invent_rate=invent_rate,
                                        model=model),
             pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
-            seed=seed, results_dir=results_dir.resolve() if results_dir else None,
+            seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict)
     except ValidationError as exc:
         _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
@@ -94,7 +99,8 @@ def sweep(
         _fail(one_line(exc))
     for issue in checked.catalog.issues:
         typer.echo(f"warning: invalid skill left out of the pool: {one_line(issue)}", err=True)
-    with flow_runtime(verbose=verbose):
+    resume = resume_command(add={"--results-dir": str(config.results_dir)})
+    with flow_runtime(verbose=verbose, resume=resume):
         from flows.feedback_loop import sweep as sweep_flow
 
         try:

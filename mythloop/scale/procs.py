@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = ["TAG_ENV", "free_port", "port_listening", "http_ok", "wait_until", "start_process",
-           "stop_process", "tagged_pids", "kill_tagged", "log_tail"]
+           "stop_process", "tagged_pids", "kill_tagged", "descendant_pids", "kill_descendants",
+           "log_tail"]
 
 TAG_ENV = "MYTHLOOP_SCALE_TAG"
 
@@ -127,6 +128,79 @@ def kill_tagged(tag: str, grace: float = 10.0) -> list[int]:
         if not tagged_pids(tag):
             break
     return pids
+
+
+def _ppid_and_pgid(pid: int) -> tuple[int, int] | None:
+    """(parent pid, process group) of a live, non-zombie process; None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] == "Z":
+        return None
+    return int(fields[1]), int(fields[2])
+
+
+def descendant_pids(root: int) -> dict[int, int]:
+    """Every live descendant of `root` (children, grandchildren, ...), as {pid: process group}."""
+    parents: dict[int, tuple[int, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            info = _ppid_and_pgid(int(entry.name))
+            if info is not None:
+                parents[int(entry.name)] = info
+    found: dict[int, int] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, pgid) in parents.items():
+            if ppid == parent and pid not in found:
+                found[pid] = pgid
+                frontier.append(pid)
+    return found
+
+
+def kill_descendants(root: int | None = None, *, spare: Sequence[int] = (),
+                     grace: float = 2.0) -> list[int]:
+    """SIGTERM, then SIGKILL, every descendant of `root` (default: this process) and the
+    process groups of their own; processes in a spared group (and their subtrees) are left.
+
+    A child started in a session of its own (a sandboxed render, a model CLI) is reached
+    through its group, so its grandchildren go too. Returns the pids found.
+    """
+    root = os.getpid() if root is None else root
+    own_group = os.getpgid(0)
+
+    def targets() -> dict[int, int]:
+        found = descendant_pids(root)
+        spared = {pid for pid, pgid in found.items() if pgid in spare}
+        frontier = list(spared)
+        while frontier:  # a spared process's own children are spared too
+            parent = frontier.pop()
+            for pid in descendant_pids(parent):
+                if pid not in spared:
+                    spared.add(pid)
+                    frontier.append(pid)
+        return {pid: pgid for pid, pgid in found.items() if pid not in spared}
+
+    first = targets()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        current = targets()
+        if not current:
+            break
+        for pid, pgid in current.items():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if pgid not in (own_group, *spare):
+                    os.killpg(pgid, sig)
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and targets():
+            time.sleep(0.05)
+    if root == os.getpid():  # reap this process's own children, so no zombie outlives it
+        for pid in first:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+    return sorted(first)
 
 
 def log_tail(path: Path, lines: int = 30) -> str:
