@@ -278,13 +278,17 @@ def serve(
                                         "(default: MYTHLOOP_TIMEZONE, UTC)."),
     wait: float = typer.Option(0.0, min=0.0, help="Seconds to wait for the server to answer "
                                "(when server and serve start together)."),
+    preview_port: int | None = typer.Option(
+        None, min=0, max=65535, help="Port of the read-only HTTP preview of film runs and "
+        "sweep results (default: the UI's port + 1, or a free one; 0 turns it off)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Serve the `nightly-sweep` and `film` deployments from this process; Ctrl-C stops.
 
     Needs a Prefect server: `mythloop server` in another shell, or PREFECT_API_URL.
     Creates the `llm` concurrency limit (MYTHLOOP_LLM_CONCURRENCY) and runs the flows that the
-    schedule or the UI's Run form start.
+    schedule or the UI's Run form start. Film runs and sweep results are also served
+    read-only over HTTP on loopback, so a film's link in the UI opens in the browser.
     """
     from mythloop.settings import get_settings
 
@@ -310,7 +314,35 @@ def serve(
         except ValueError as exc:
             typer.echo(f"error: {entry.first_error_line(exc)}", err=True)
             raise typer.Exit(2) from None
-        entry.serve_all(deployments, llm_concurrency=settings.llm_concurrency, api_url=api_url)
+        preview = _start_preview(api_url, preview_port)
+        try:
+            entry.serve_all(deployments, llm_concurrency=settings.llm_concurrency,
+                            api_url=api_url)
+        finally:
+            if preview is not None:
+                preview.stop()
+
+
+def _start_preview(api_url: str, port: int | None):
+    """The read-only HTTP preview of runs and results, next to the UI (None when off)."""
+    if port == 0:
+        return None
+    from urllib.parse import urlsplit
+
+    from mythloop.preview import PreviewServer
+
+    ui_port = urlsplit(api_url).port or 4200
+    host = "127.0.0.1"
+    if port is None:
+        port = ui_port + 1 if ui_port < 65535 and not _port_in_use(host, ui_port + 1) else 0
+    elif _port_in_use(host, port):
+        typer.echo(f"error: preview port {port} is in use; choose another --preview-port",
+                   err=True)
+        raise typer.Exit(2)
+    preview = PreviewServer(host=host, port=port).start(record=True)
+    typer.echo(f"film runs and sweep results, read-only: {preview.url}/runs/ and "
+               f"{preview.url}/results/ (films link their video there)")
+    return preview
 
 
 def _find_server(wait: float) -> str | None:
