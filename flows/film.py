@@ -275,9 +275,10 @@ class _FilmScenes:
             failure = f"static check: {checked['reason']} (line {checked['line']})"
             if checked["ok"]:
                 key = scene_cache_key(self.header, code, request.quality, unit.name)
+                # no Prefect timeout here: a task in a worker thread cannot be interrupted;
+                # render_scene kills the render's process group at its own deadline
                 rendered = steps.render_scene_task.with_options(
-                    task_run_name=f"render-{unit.label}{suffix}",
-                    timeout_seconds=self.timeout + 120)(
+                    task_run_name=f"render-{unit.label}{suffix}")(
                     str(path), unit.name, request.quality, self.timeout,
                     str(self.session.run_dir / "render" / unit.label), key,
                     not request.fresh)
@@ -323,9 +324,8 @@ class _FilmScenes:
                                         f"{attempt} repair(s): {_last_line(failure)}; "
                                         f"scene file {path}")
             attempt += 1
-            repaired = steps.repair.with_options(
-                name="repair", task_run_name=f"repair-{unit.label}-{attempt}",
-                timeout_seconds=self.session.timeout + 60)(
+            repaired = steps.repair.with_options(  # the backend enforces session.timeout
+                name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
                 quote(self.session), unit.index, unit.name, attempt, self.header, code,
                 failure)
             code, version = repaired["code"], f"repair{attempt}"
