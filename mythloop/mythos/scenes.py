@@ -108,15 +108,28 @@ def join_film(header: str, scene_codes: list[str]) -> str:
 
 
 def scene_from_reply(code: str, name: str) -> str:
-    """The class NAME (or the only scene class) from a repair's answer; the header is ignored."""
-    split = split_film(code)
-    for unit in split.scenes:
-        if unit.name == name:
-            return unit.code
-    if len(split.scenes) == 1:
-        return split.scenes[0].code
-    raise FilmSplitError(f"the repair answered {len(split.scenes)} scene classes "
-                         f"({', '.join(u.name for u in split.scenes)}) and none is {name}")
+    """The class NAME from a repair's answer (else its only class); anything else is ignored.
+
+    A scoped repair answers the scene class alone, whose base class lives in the
+    read-only header, so the class is found by name, not by its bases.
+    """
+    try:
+        tree = parse(code)
+    except SyntaxError as exc:
+        raise FilmSplitError(f"the repaired scene does not parse (line {exc.lineno}: "
+                             f"{exc.msg})") from exc
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    named = [c for c in classes if c.name == name]
+    if not named and len(classes) == 1:
+        named = classes
+    if not named:
+        raise FilmSplitError(f"the repair answered {len(classes)} class(es) "
+                             f"({', '.join(c.name for c in classes) or 'none'}) and none is "
+                             f"{name}")
+    cls = named[0]
+    lines = code.splitlines()
+    first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
+    return "\n".join(lines[first - 1:cls.end_lineno or cls.lineno]) + "\n"
 
 
 @functools.cache
