@@ -59,7 +59,7 @@ def _run_name() -> str:
 class _Progress:
     """A progress artifact updated after every step."""
 
-    def __init__(self, total: int, run_dir: Path) -> None:
+    def __init__(self, total: int, run_dir: Path) -> None:  # total grows with scenes/repairs
         self.total, self.done = total, 0
         self.id = create_progress_artifact(progress=0.0, description=f"Film progress: {run_dir}")
 
@@ -131,7 +131,9 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     manifest.update(scene_count=len(units), shared_header=str(scenes_dir / "header.py"))
     say(f"[film] codegen          -> {SCENE_FILE} ({len(units)} scene(s): "
         f"{', '.join(u.name for u in units)}){' (cached)' if cached else ''}")
-    progress.step(extra_total=2 * len(units))
+    progress.step()
+    # what is left: one render per scene and the stitch (or the static checks alone)
+    progress.total = progress.done + (len(units) + 1 if request.render else 1)
 
     film_scenes = _FilmScenes(session, request, progress, header, units)
     video = film_scenes.run()
@@ -210,7 +212,8 @@ class _FilmScenes:
         workers = max(1, min(self.workers, len(self.units)))
         say(f"[film] rendering {len(self.units)} scene(s), {workers} at a time")
         self.session.manifest.update(render_workers=workers)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scene") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scene")
+        try:
             # each scene runs its task chain in a copy of the flow's context (Prefect's
             # run context lives in contextvars, which threads do not inherit)
             futures = [pool.submit(contextvars.copy_context().run, self._scene, unit)
@@ -220,6 +223,10 @@ class _FilmScenes:
                     future.result()
                 except SceneFailed as exc:
                     failures.append(exc)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # scenes not started never start
+            raise
+        pool.shutdown(wait=True)
         checks = [self.records[u.index].get("static_check") or {} for u in self.units]
         bad = [f"{u.label}: {c.get('detail')}" for u, c in zip(self.units, checks, strict=True)
                if not c.get("passed")]
@@ -256,6 +263,7 @@ class _FilmScenes:
                                                    "detail": "; ".join(problems) or None,
                                                    "line": None})
         say(f"[film] verify           -> {'ok' if not problems else problems[0]}")
+        self._step()
         if problems:
             raise FilmFailed("the generated scene failed the static check: "
                              + "; ".join(problems))
@@ -324,10 +332,16 @@ class _FilmScenes:
                                         f"{attempt} repair(s): {_last_line(failure)}; "
                                         f"scene file {path}")
             attempt += 1
-            repaired = steps.repair.with_options(  # the backend enforces session.timeout
-                name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
-                quote(self.session), unit.index, unit.name, attempt, self.header, code,
-                failure)
+            try:
+                repaired = steps.repair.with_options(  # the backend enforces session.timeout
+                    name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
+                    quote(self.session), unit.index, unit.name, attempt, self.header, code,
+                    failure)
+            except Exception as exc:  # no usable repair: this scene fails, the others go on
+                self._record(unit, ok=False, error=f"repair-{attempt}: {exc}"[:500])
+                raise SceneFailed(unit, f"{unit.label} ({unit.name}): repair-{attempt} gave no "
+                                        f"usable scene ({_last_line(str(exc))}); scene file "
+                                        f"{path}") from exc
             code, version = repaired["code"], f"repair{attempt}"
             item = {"scene": unit.index, "name": unit.name, "attempt": attempt,
                     "seconds": repaired["seconds"], "model": repaired["model"],
