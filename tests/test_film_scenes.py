@@ -293,3 +293,32 @@ def test_a_scene_that_still_fails_fails_the_film_naming_it(tmp_path, monkeypatch
     assert [s["ok"] for s in manifest["scenes"]] == [True, False, True]
     assert manifest["scenes"][1]["attempts"] == 2 and len(manifest["repairs"]) == 1
     assert "scene-02" in manifest["failed"]["error"]
+
+
+@pytest.mark.slow
+def test_euler_cassette_scene_error_is_real_and_its_scoped_repair_renders(tmp_path):
+    """Scene 1 of the recorded Euler film fails in a real render; the recorded repair of that
+    scene alone (header untouched) renders. (The heat film is rendered whole elsewhere.)"""
+    from mythloop.data import data_path
+    from mythloop.mythos.extract import extract_python_block
+    from mythloop.mythos.render import render_scene
+
+    def code(key: str) -> str:
+        path = data_path("fixtures", "cassettes", "euler-s-identity", f"{key}.json")
+        return extract_python_block(json.loads(path.read_text())["response"])
+
+    split = split_film(code("codegen"))
+    scene = split.scenes[0]
+    fixed = scene_from_reply(code("repair-scene-01-1"), scene.name)
+    outcomes = {}
+    for version, scene_code in (("broken", scene.code), ("fixed", fixed)):
+        path = tmp_path / version / "scene.py"
+        path.parent.mkdir()
+        path.write_text(scene_file_text(split.header, scene_code))
+        outcomes[version] = render_scene(path, scene=scene.name, quality="l", timeout=600,
+                                         out_dir=path.parent)
+    assert outcomes["broken"].kind == "scene_error", outcomes["broken"].message
+    # get_part_by_tex found no part, so SurroundingRectangle got None instead of a mobject
+    assert "Expected all inputs for parameter mobjects" in outcomes["broken"].log_tail
+    assert outcomes["fixed"].ok, outcomes["fixed"].message
+    assert probe_duration(outcomes["fixed"].video_path) > 5.0
