@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextvars
 import os
 import shutil
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -167,7 +166,7 @@ class _FilmScenes:
                  header: str, units: list[SceneUnit]) -> None:
         self.session, self.request, self.progress = session, request, progress
         self.header, self.units = header, units
-        self.lock = threading.Lock()
+        self.lock = session.manifest.lock  # one lock for the manifest and the scene records
         self.dir = session.run_dir / "scenes"
         self.records: dict[int, dict] = {}
         self.code: dict[int, str] = {u.index: u.code for u in units}
