@@ -307,10 +307,14 @@ def _findings(parts: dict) -> list[str]:
     film = parts.get("film", {}).get("figures")
     if film and "target_ratio" in film and film["film_over_plain"]["median"] > film["target_ratio"]:
         out.append(f"- **Film misses its target**: {film['film_over_plain']['median']:.2f}x "
-                   f"plain against {film['target_ratio']}x; the scene renders add up to "
-                   f"{film['scene_render_sum_s']['median']:.1f} s of render time (each scene "
-                   "pays manim's start-up and its own LaTeX), and the failed first render of "
-                   f"scene 1 costs {film['failed_render_s']['median']:.1f} s.")
+                   f"plain against {film['target_ratio']}x. The scene renders add up to "
+                   f"{film['scene_render_sum_s']['median']:.1f} s of wall time, two at a time, "
+                   "so two cores gave the scenes little more than one: other work shared the "
+                   "CPUs (see the load averages), each sandboxed render pays its own start-up "
+                   "(interpreter, manim import, sandbox: about 1-1.5 s on a quiet machine) and "
+                   "its own LaTeX, and the film also spends the failed first render of scene 1 "
+                   f"({film['failed_render_s']['median']:.1f} s) and the wait for its repair, "
+                   "which plain manim of the repaired file does not.")
     return out
 
 
