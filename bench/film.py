@@ -1,14 +1,18 @@
-"""Benchmark: the replay film at -ql end to end vs a plain `manim -ql` of the same final scene.
+"""Benchmark: the replay film as scenes rendered in parallel vs plain `manim -ql` of the same file.
 
-- End to end: `flows/film.py: film(FilmRequest(prompt, backend="replay", render=True,
-  quality="l", fresh=True))` under a temporary Prefect server started once. The replay
-  film renders twice: the recorded codegen fails in its first act, the recorded repair
-  renders; the manifest gives what the failed render cost.
-- Plain: `python -m manim -ql mythos_scene.py <Scene>` of the repaired scene, from a fresh
-  temporary directory (no partial-movie or TeX cache), same interpreter.
-- Rerun after a failed render: the film with max_repairs=0 (fresh) fails at its render;
-  running it again must reach the render with 0 model calls (stages and codegen cached).
-  "Seconds to reach the render" is clocked at the entry of `render_scene`.
+- Film: `flows/film.py: film(FilmRequest(prompt, backend="replay", render=True,
+  quality="l", fresh=True))` under a temporary Prefect server started once. The recorded
+  codegen is a shared header + 5 scene classes; scene 1 carries a real Manim error that the
+  recorded scoped repair fixes. Scenes render concurrently (render_workers = cores), each in
+  the sandbox, and are stitched with ffmpeg's concat demuxer. `fresh=True` also bypasses
+  the scene cache, so every scene really renders.
+- Plain: `python -m manim -ql mythos_scene.py -a` of the film's final single file (the
+  same header and scene classes, repaired), from a fresh temporary directory, one process:
+  what rendering the same content as one file costs. Film and plain alternate, so both see
+  the same machine load.
+- Rerun after a failed scene: the film with max_repairs=0 (fresh) fails at scene 1 and keeps
+  the others; the same film again with one repair allowed must render only scene 1 (count
+  of renders that missed the scene cache, and of model calls).
 
     python bench/film.py                  # about 5 minutes on 2 quiet cores, 10+ on busy ones
     python bench/film.py --repeats 1 --no-rerun
@@ -31,8 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, loadavg, ratio_stats, repo_on_path, run_alone, run_child, stats  # noqa: E402
 
-TARGET_RATIO = 1.15
-TARGET_SLACK_S = 15.0
+TARGET_RATIO = 0.75  # film wall <= 0.75 x plain manim of the single file, on 2 cores
 PROMPT = "the heat equation"
 
 
@@ -79,7 +82,7 @@ def _film(runs_dir: Path, clock: _RenderClock, prompt: str, render: bool = True,
 
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path) -> dict:
-    """`python -m manim -ql` of SCENE_FILE from a fresh temp dir; wall seconds and peak RSS."""
+    """`python -m manim -ql` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
         result = run_child([sys.executable, "-m", "manim", "-ql",
@@ -87,8 +90,11 @@ def plain_manim(scene_file: Path, scene: str, workdir: Path) -> dict:
                            timeout=900, log=workdir / "plain-manim.log")
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
-        videos = list(Path(tmp).rglob(f"{scene}.mp4"))
-        result["duration_s"] = _duration(videos[0]) if videos else None
+        videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
+                  and (scene == "-a" or v.stem == scene)]
+        durations = [_duration(v) for v in videos]
+        result["videos"] = len(videos)
+        result["duration_s"] = (sum(durations) if videos and None not in durations else None)
     return result
 
 
@@ -103,26 +109,30 @@ def _duration(video: Path) -> float | None:
 
 
 def _renders(manifest: dict) -> list[dict]:
-    return [{"attempt": r.get("attempt"), "ok": r.get("ok"), "kind": r.get("kind"),
-             "seconds": r.get("seconds")} for r in manifest.get("renders", [])]
+    return [{"scene": r.get("scene"), "attempt": r.get("attempt"), "ok": r.get("ok"),
+             "kind": r.get("kind"), "cache": r.get("cache"), "seconds": r.get("seconds")}
+            for r in manifest.get("renders", [])]
 
 
 def rerun_after_failure(workdir: Path, clock: _RenderClock, prompt: str) -> dict:
-    """A film whose render fails (no repairs allowed), then the same film again."""
+    """A film whose scene 1 fails (no repairs allowed), then the same film with one repair."""
     runs = workdir / "rerun-runs"
     first = _film(runs, clock, prompt, max_repairs=0, fresh=True)
-    again = _film(runs, clock, prompt, max_repairs=0)
-    stages = again["manifest"].get("stages", [])
-    return {
-        "first": {"ok": first["ok"], "model_calls": first["manifest"].get("model_calls"),
-                  "to_render_s": (first["render_starts_s"] or [None])[0],
-                  "wall_s": first["wall_s"]},
-        "rerun": {"ok": again["ok"], "model_calls": again["manifest"].get("model_calls"),
-                  "to_render_s": (again["render_starts_s"] or [None])[0],
-                  "wall_s": again["wall_s"],
-                  "cached_steps": [s["stage"] for s in stages if s.get("cached")],
-                  "uncached_steps": [s["stage"] for s in stages if not s.get("cached")]},
-    }
+    again = _film(runs, clock, prompt, max_repairs=1)
+
+    def summary(film: dict) -> dict:
+        renders = _renders(film["manifest"])
+        return {"ok": film["ok"], "model_calls": film["manifest"].get("model_calls"),
+                "wall_s": film["wall_s"],
+                "renders": len([r for r in renders if r["cache"] == "miss"]),
+                "rendered_scenes": sorted({r["scene"] for r in renders
+                                           if r["cache"] == "miss"}),
+                "cached_scenes": sorted({r["scene"] for r in renders if r["cache"] == "hit"}),
+                "failed_scenes": [f["scene"] for f in
+                                  film["manifest"].get("failed_scenes", [])]}
+
+    return {"first": summary(first), "rerun": summary(again),
+            "scenes": len(again["manifest"].get("scenes", []))}
 
 
 def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
@@ -132,53 +142,58 @@ def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server
     from sweep import prefect_server
 
     load_before = loadavg()
+    films, plain = [], []
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-film-")))
         server = stack.enter_context(prefect_server(start_server))
         clock = stack.enter_context(_RenderClock())
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-        films = [_film(workdir / f"runs-{i}", clock, prompt, fresh=True) for i in range(repeats)]
-        done = films[-1]
-        if not done["ok"]:
-            raise RuntimeError(f"the replay film failed; see {done['run_dir']}")
-        manifest = done["manifest"]
-        scene_file, scene = Path(manifest["scene_file"]), manifest["scene_name"]
-        plain = [plain_manim(scene_file, scene, workdir) for _ in range(repeats)]
+        for i in range(repeats):  # side by side: film, plain, film, plain
+            film = _film(workdir / f"runs-{i}", clock, prompt, fresh=True)
+            if not film["ok"]:
+                raise RuntimeError(f"the replay film failed; see {film['run_dir']}")
+            films.append(film)
+            plain.append(plain_manim(Path(film["manifest"]["scene_file"]), "-a", workdir))
         rerun_result = rerun_after_failure(workdir, clock, prompt) if rerun else None
     film_s = [f["wall_s"] for f in films]
     plain_s = [p["wall_s"] for p in plain]
     renders = [_renders(f["manifest"]) for f in films]
     failed_render_s = [sum(r["seconds"] or 0 for r in rs if not r["ok"]) for rs in renders]
-    ok_render_s = [sum(r["seconds"] or 0 for r in rs if r["ok"]) for rs in renders]
-    without_failed = [w - f for w, f in zip(film_s, failed_render_s, strict=True)]
-    median_plain = stats(plain_s)["median"]
-    budget = TARGET_RATIO * median_plain + TARGET_SLACK_S
+    scene_render_sum = [sum(r["seconds"] or 0 for r in rs) for rs in renders]
+    last = films[-1]["manifest"]
     result = {
         "prompt": prompt, "quality": "l", "repeats": repeats,
+        "cores": os.cpu_count(), "render_workers": last.get("render_workers"),
+        "scenes": len(last.get("scenes", [])),
         "film_s": stats(film_s), "plain_manim_s": stats(plain_s),
         "film_over_plain": ratio_stats(film_s, plain_s),
-        "budget_s": budget,
+        "target_ratio": TARGET_RATIO,
         "renders": renders,
-        "failed_render_s": stats(failed_render_s), "ok_render_in_film_s": stats(ok_render_s),
-        "film_without_failed_render_s": stats(without_failed),
-        "film_without_failed_over_plain": ratio_stats(without_failed, plain_s),
+        "failed_render_s": stats(failed_render_s),
+        "scene_render_sum_s": stats(scene_render_sum),
+        "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
+                                "duration_s": s["duration"], "attempts": s["attempts"]}
+                               for s in last.get("scenes", [])],
         "to_first_render_s": stats([(f["render_starts_s"] or [0])[0] for f in films]),
         "repairs": [len(f["manifest"].get("repairs", [])) for f in films],
-        "video_duration_s": plain[-1].get("duration_s"),
+        "repaired_scenes": [[r["scene"] for r in f["manifest"].get("repairs", [])]
+                            for f in films],
+        "video_duration_s": (last.get("film") or {}).get("duration"),
+        "plain_video_duration_s": plain[-1].get("duration_s"),
         "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for p in plain),
         "rerun": rerun_result,
         "prefect_startup_s": server["startup_s"],
         "load_before": load_before, "load_after": loadavg(),
     }
     result["targets"] = {
-        f"film <= {TARGET_RATIO}x plain + {TARGET_SLACK_S:.0f} s":
-            result["film_s"]["median"] <= budget,
+        f"film wall <= {TARGET_RATIO}x plain manim -ql of the single file":
+            result["film_over_plain"]["median"] <= TARGET_RATIO,
     }
     if rerun_result:
-        result["targets"]["rerun reaches the render with 0 model calls"] = (
-            rerun_result["rerun"]["model_calls"] == 0
-            and rerun_result["rerun"]["to_render_s"] is not None)
+        result["targets"]["rerun after a failed scene renders only that scene"] = (
+            rerun_result["rerun"]["ok"] and rerun_result["rerun"]["rendered_scenes"]
+            == rerun_result["first"]["failed_scenes"])
     return result
 
 

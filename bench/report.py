@@ -61,15 +61,24 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
         rows.append(("sweep", "peak memory <= 1.5 GB", _n(head["peak_rss_mb"], " MB", 0),
                      head["peak_rss_mb"] <= 1536))
     film = parts.get("film", {}).get("figures")
-    if film:
+    if film and "target_ratio" in film:
+        ratio = film["film_over_plain"]["median"]
+        rows.append(("film", f"scene-parallel film <= {film['target_ratio']}x plain manim -ql "
+                             f"({film.get('cores')} cores)",
+                     f"{ratio:.2f}x ({film['film_s']['median']:.1f} s vs "
+                     f"{film['plain_manim_s']['median']:.1f} s)", ratio <= film["target_ratio"]))
+        rerun = (film.get("rerun") or {}).get("rerun")
+        if rerun:
+            first = film["rerun"]["first"]
+            rows.append(("film", "rerun after a failed scene renders only that scene",
+                         f"{rerun['renders']} render(s) of scene(s) {rerun['rendered_scenes']}, "
+                         f"{rerun['model_calls']} model call(s)",
+                         bool(rerun["ok"]) and rerun["rendered_scenes"]
+                         == first["failed_scenes"]))
+    elif film:  # figures from before films were split into scenes
         rows.append(("film", "replay film <= 1.15x plain manim + 15 s",
                      f"{film['film_s']['median']:.1f} s vs {film['budget_s']:.1f} s",
                      film["film_s"]["median"] <= film["budget_s"]))
-        rerun = (film.get("rerun") or {}).get("rerun")
-        if rerun:
-            rows.append(("film", "rerun after a failed render: 0 model calls",
-                         f"{rerun['model_calls']} calls, render reached after "
-                         f"{_n(rerun['to_render_s'], ' s', 1)}", rerun["model_calls"] == 0))
     return rows
 
 
@@ -144,33 +153,44 @@ def _sweep(part: dict) -> list[str]:
 
 def _film(part: dict) -> list[str]:
     f = part["figures"]
-    out = ["| figure | median (min - max) |", "|---|---|",
-           f"| replay film end to end (`film(...)`, fresh, server already up) | "
+    if "target_ratio" not in f:
+        return ["(figures from before films were split into scenes; rerun `python "
+                "bench/run_all.py --only film`)"]
+    out = [f"The replay heat-equation film is {f['scenes']} scenes rendered "
+           f"{f['render_workers']} at a time on {f['cores']} cores, then stitched "
+           "(ffmpeg concat, no re-encode). Plain = `python -m manim -ql mythos_scene.py -a` "
+           "of the same final file in one process. Film and plain alternate in one run.", "",
+           "| figure | median (min - max) |", "|---|---|",
+           f"| scene-parallel film end to end (`film(...)`, fresh, server already up) | "
            f"{_s(f['film_s'])} |",
-           f"| plain `python -m manim -ql` of the final (repaired) scene | "
+           f"| plain `python -m manim -ql -a` of the same single file | "
            f"{_s(f['plain_manim_s'])} |",
-           f"| raw ratio film / plain | {_s(f['film_over_plain'], 'x')} |",
-           f"| target budget: 1.15 x plain + 15 s | {_n(f['budget_s'], ' s', 1)} |",
-           f"| the failed first render (recorded codegen's error) | {_s(f['failed_render_s'])} |",
-           f"| the successful render inside the film (sandboxed) | "
-           f"{_s(f['ok_render_in_film_s'])} |",
-           f"| film without the failed render | {_s(f['film_without_failed_render_s'])} |",
-           f"| ratio without the failed render | {_s(f['film_without_failed_over_plain'], 'x')} |",
+           f"| ratio film / plain (target <= {f['target_ratio']}) | "
+           f"{_s(f['film_over_plain'], 'x')} |",
+           f"| scene render seconds, summed over all scene renders | "
+           f"{_s(f['scene_render_sum_s'])} |",
+           f"| the failed first render of scene 1 (recorded error) | {_s(f['failed_render_s'])} |",
            f"| from flow call to the first render | {_s(f['to_first_render_s'])} |", "",
-           f"Repairs per film: {f['repairs']}; video length {_n(f['video_duration_s'], ' s', 1)}; "
-           f"plain manim peak RSS {_n(f['plain_peak_rss_mb'], ' MB', 0)}."]
+           "Per scene (last film): " + "; ".join(
+               f"{s['scene']} {_n(s['render_s'], ' s', 1)} render for "
+               f"{_n(s['duration_s'], ' s', 1)} of video ({s['attempts']} render(s))"
+               for s in f["per_scene_render_s"]) + ".", "",
+           f"Repaired scenes per film: {f['repaired_scenes']}; film length "
+           f"{_n(f['video_duration_s'], ' s', 1)} (plain: "
+           f"{_n(f['plain_video_duration_s'], ' s', 1)}); plain manim peak RSS "
+           f"{_n(f['plain_peak_rss_mb'], ' MB', 0)}."]
     rerun = f.get("rerun")
     if rerun:
         a, b = rerun["first"], rerun["rerun"]
-        out += ["", "Rerun after a failed render (max_repairs=0, so the first run stops at "
-                    "its failed render; then the same film again):", "",
-                "| run | model calls | seconds to reach the render | wall |", "|---|---:|---:|---:|",
-                f"| first (fresh) | {a['model_calls']} | {_n(a['to_render_s'], ' s')} | "
-                f"{_n(a['wall_s'], ' s', 1)} |",
-                f"| rerun | {b['model_calls']} | {_n(b['to_render_s'], ' s')} | "
-                f"{_n(b['wall_s'], ' s', 1)} |", "",
-                f"Cached on the rerun: {', '.join(b['cached_steps']) or 'none'}; not cached: "
-                f"{', '.join(b['uncached_steps']) or 'none'}."]
+        out += ["", "Rerun after a failed scene (first run: max_repairs=0, fresh, so it stops "
+                    "with scene 1 failed and the other scenes kept; then the same film with "
+                    "one repair allowed):", "",
+                "| run | ok | renders (cache misses) | rendered scenes | cached scenes | "
+                "model calls | wall |", "|---|---|---:|---|---|---:|---:|",
+                f"| first (fresh) | {a['ok']} | {a['renders']} | {a['rendered_scenes']} | "
+                f"{a['cached_scenes']} | {a['model_calls']} | {_n(a['wall_s'], ' s', 1)} |",
+                f"| rerun | {b['ok']} | {b['renders']} | {b['rendered_scenes']} | "
+                f"{b['cached_scenes']} | {b['model_calls']} | {_n(b['wall_s'], ' s', 1)} |"]
     return out
 
 
@@ -288,11 +308,16 @@ def _findings(parts: dict) -> list[str]:
                    "sort). Timings on this shared 2-core machine vary by up to 2x from run to run "
                    "(see min - max); `python bench/router.py --no-embed` reruns this part alone.")
     film = parts.get("film", {}).get("figures")
-    if film and film["film_s"]["median"] > film["budget_s"]:
-        out.append(f"- **Film misses its budget**: the failed first render costs "
-                   f"{film['failed_render_s']['median']:.1f} s; without it the film takes "
-                   f"{film['film_without_failed_render_s']['median']:.1f} s against "
-                   f"{film['budget_s']:.1f} s.")
+    if film and "target_ratio" in film and film["film_over_plain"]["median"] > film["target_ratio"]:
+        out.append(f"- **Film misses its target**: {film['film_over_plain']['median']:.2f}x "
+                   f"plain against {film['target_ratio']}x. The scene renders add up to "
+                   f"{film['scene_render_sum_s']['median']:.1f} s of wall time, two at a time, "
+                   "so two cores gave the scenes little more than one: other work shared the "
+                   "CPUs (see the load averages), each sandboxed render pays its own start-up "
+                   "(interpreter, manim import, sandbox: about 1-1.5 s on a quiet machine) and "
+                   "its own LaTeX, and the film also spends the failed first render of scene 1 "
+                   f"({film['failed_render_s']['median']:.1f} s) and the wait for its repair, "
+                   "which plain manim of the repaired file does not.")
     return out
 
 
@@ -406,7 +431,7 @@ def render_results(data: dict) -> str:
     sections = [("router", "Router ranking (bench/router.py)", _router),
                 ("scale", "Scale (bench/scale.py)", _scale),
                 ("sweep", "Sweep: Prefect flow vs plain loop (bench/sweep.py)", _sweep),
-                ("film", "Film: replay film vs plain manim (bench/film.py)", _film),
+                ("film", "Film: scene-parallel replay film vs plain manim (bench/film.py)", _film),
                 ("overhead", "Per-task orchestration overhead (bench/overhead.py)", _overhead)]
     for key, title, render in sections:
         part = parts.get(key)

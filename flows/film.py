@@ -1,12 +1,19 @@
-"""A Mythos film on Prefect: six reasoning stages -> codegen -> verify -> render -> repair.
+"""A Mythos film on Prefect: six reasoning stages -> codegen -> N scenes -> stitched film.
 
 Every step is its own task run, named after the step (`intent` ... `scene-composer`,
-`codegen`, `verify`, `render`, `repair-1` ...), with its own retries and timeout, so
-the Prefect UI shows each stage, retry and timeout by name.
+`codegen`, then per scene `verify-scene-03`, `render-scene-03`, `repair-scene-03-1`, and
+`stitch`), with its own retries and timeout, so the Prefect UI shows each stage, scene,
+retry and timeout by name. Scenes render concurrently (at most `render_workers` at once),
+each in the render sandbox; a failing scene is repaired alone and a rerun renders only
+the scenes whose code changed or failed (the scene cache in mythloop.mythos.scenes).
 """
 
 from __future__ import annotations
 
+import contextvars
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from prefect import flow
@@ -20,9 +27,17 @@ from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
 from flows.common import say
+from mythloop.fileio import write_text_atomic
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
+from mythloop.mythos.scenes import (
+    SceneUnit,
+    join_film,
+    probe_duration,
+    scene_cache_key,
+    scene_file_text,
+)
 from mythloop.mythos.stages import STAGES
 from tasks import film as steps
 
@@ -43,7 +58,7 @@ def _run_name() -> str:
 class _Progress:
     """A progress artifact updated after every step."""
 
-    def __init__(self, total: int, run_dir: Path) -> None:
+    def __init__(self, total: int, run_dir: Path) -> None:  # total grows with scenes/repairs
         self.total, self.done = total, 0
         self.id = create_progress_artifact(progress=0.0, description=f"Film progress: {run_dir}")
 
@@ -103,90 +118,261 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     task_run_id, cached = _state_meta(state)
     if cached:
         (session.run_dir / "07_codegen.raw.txt").write_text(generated["raw"], encoding="utf-8")
-    code, scene_name = generated["code"], generated["scene_name"]
-    scene_path = session.write_scene(code, "codegen")
+    header = generated["header"]
+    units = [SceneUnit(s["index"], s["name"], s["code"]) for s in generated["scenes"]]
+    session.write_scene(generated["code"], "codegen")
+    scenes_dir = session.run_dir / "scenes"
+    scenes_dir.mkdir(exist_ok=True)
+    (scenes_dir / "header.py").write_text(header, encoding="utf-8")
     manifest.add_stage({"stage": "codegen", "artifact": SCENE_FILE,
                         "seconds": generated["seconds"], "cached": cached,
                         "model": generated["model"], "prefect_task_run_id": task_run_id})
-    say(f"[film] codegen          -> {SCENE_FILE} ({scene_name or 'no scene class'})"
-         f"{' (cached)' if cached else ''}")
+    manifest.update(scene_count=len(units), shared_header=str(scenes_dir / "header.py"))
+    say(f"[film] codegen          -> {SCENE_FILE} ({len(units)} scene(s): "
+        f"{', '.join(u.name for u in units)}){' (cached)' if cached else ''}")
     progress.step()
+    # what is left: one render per scene and the stitch (or the static checks alone)
+    progress.total = progress.done + (len(units) + 1 if request.render else 1)
 
-    checked = steps.verify.with_options(task_run_name="verify")(code, request.prompt)
-    manifest.update(static_check={"passed": checked["ok"], "detail": checked["reason"],
-                                  "line": checked["line"]})
-    say(f"[film] verify           -> {'ok' if checked['ok'] else checked['reason']}")
-    progress.step()
-
-    video = _render_and_repair(session, request, progress, code, scene_name, scene_path,
-                               checked)
-    manifest.update(scene_file=str(session.run_dir / SCENE_FILE), scene_name=scene_name,
-                    video_path=video, model=session.model_label,
+    film_scenes = _FilmScenes(session, request, progress, header, units)
+    video = film_scenes.run()
+    manifest.update(scene_file=str(session.run_dir / SCENE_FILE),
+                    scene_name=units[0].name, video_path=video, model=session.model_label,
                     model_calls=session.model_calls, completed_utc=utc_now())
     return {"run_dir": str(session.run_dir), "video_path": video,
             "scene_file": str(session.run_dir / SCENE_FILE),
+            "scenes": len(units),
             "repairs": len(manifest.data.get("repairs", [])),
             "model_calls": session.model_calls}
 
 
-def _render_and_repair(session: FilmSession, request: FilmRequest, progress: _Progress,
-                       code: str, scene_name: str, scene_path: Path, checked: dict) -> str | None:
-    """Render; on a scene error feed the error tail to a repair, up to max_repairs."""
-    manifest = session.manifest
-    if not request.render:
-        if not checked["ok"]:
-            raise FilmFailed(f"the generated scene failed the static check: {checked['reason']} "
-                             f"(line {checked['line']}); see {scene_path}")
+class SceneFailed(RuntimeError):
+    """One scene could not be rendered (after its repairs, or for an environment problem)."""
+
+    def __init__(self, unit: SceneUnit, message: str, kind: str = "scene_error") -> None:
+        super().__init__(message)
+        self.unit, self.kind = unit, kind
+
+
+class _FilmScenes:
+    """Verify, render and repair every scene on its own, a bounded number at once; then stitch.
+
+    Each scene is a chain of task runs named after it (`verify-scene-03`, `render-scene-03`,
+    `repair-scene-03-1`, `render-scene-03 (after repair-1)`); a failing scene is repaired
+    alone, with its own code and error tail, while the other scenes keep their videos.
+    """
+
+    def __init__(self, session: FilmSession, request: FilmRequest, progress: _Progress,
+                 header: str, units: list[SceneUnit]) -> None:
+        self.session, self.request, self.progress = session, request, progress
+        self.header, self.units = header, units
+        self.lock = session.manifest.lock  # one lock for the manifest and the scene records
+        self.dir = session.run_dir / "scenes"
+        self.records: dict[int, dict] = {}
+        self.code: dict[int, str] = {u.index: u.code for u in units}
+        self.timeout = request.render_timeout or _render_timeout()
+        self.workers = request.render_workers or os.cpu_count() or 1
+
+    # -- manifest, under one lock: scenes finish on different threads -----------------
+    def _record(self, unit: SceneUnit, **fields) -> None:
+        with self.lock:
+            self.records.setdefault(unit.index, {}).update(fields)
+            scenes = [self.records[i] for i in sorted(self.records)]
+            self.session.manifest.update(scenes=scenes)
+
+    def _append(self, key: str, item: dict) -> None:
+        with self.lock:
+            self.session.manifest.append(key, item)
+
+    def _step(self, extra_total: int = 0) -> None:
+        with self.lock:
+            self.progress.step(extra_total)
+
+    def _write_scene(self, unit: SceneUnit, code: str, version: str) -> Path:
+        text = scene_file_text(self.header, code)
+        (self.dir / f"{unit.label}.{version}.py").write_text(text, encoding="utf-8")
+        path = self.dir / f"{unit.label}.py"
+        write_text_atomic(path, text)
+        with self.lock:
+            self.code[unit.index] = code
+            self.session.write_scene(join_film(self.header, [self.code[u.index]
+                                                             for u in self.units]), "current")
+        return path
+
+    # -- the film ----------------------------------------------------------------------
+    def run(self) -> str | None:
+        for unit in self.units:
+            self._record(unit, index=unit.index, name=unit.name, label=unit.label,
+                         file=str(self.dir / f"{unit.label}.py"), ok=None, attempts=0,
+                         cache=None, render_seconds=0.0, renders=[], repairs=[])
+        if not self.request.render:
+            return self._verify_only()
+        failures: list[SceneFailed] = []
+        workers = max(1, min(self.workers, len(self.units)))
+        say(f"[film] rendering {len(self.units)} scene(s), {workers} at a time")
+        self.session.manifest.update(render_workers=workers)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scene")
+        try:
+            # each scene runs its task chain in a copy of the flow's context (Prefect's
+            # run context lives in contextvars, which threads do not inherit)
+            futures = [pool.submit(contextvars.copy_context().run, self._scene, unit)
+                       for unit in self.units]
+            for future in futures:
+                try:
+                    future.result()
+                except SceneFailed as exc:
+                    failures.append(exc)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # scenes not started never start
+            raise
+        pool.shutdown(wait=True)
+        checks = [self.records[u.index].get("static_check") or {} for u in self.units]
+        bad = [f"{u.label}: {c.get('detail')}" for u, c in zip(self.units, checks, strict=True)
+               if not c.get("passed")]
+        self.session.manifest.update(static_check={"passed": not bad,
+                                                   "detail": "; ".join(bad) or None,
+                                                   "line": None})
+        if failures:
+            self._fail(failures)
+        videos = [self.records[u.index]["video"] for u in self.units]
+        target = self.session.run_dir / "film.mp4"
+        stitched = steps.stitch.with_options(task_run_name="stitch")(videos, str(target))
+        total = round(sum(self.records[u.index]["duration"] for u in self.units), 3)
+        self.session.manifest.update(film={"file": str(target), "duration": stitched["duration"],
+                                           "scene_durations_sum": total,
+                                           "method": "ffmpeg concat demuxer, -c copy"})
+        say(f"[film] stitch           -> {target} ({stitched['duration']:.1f} s, "
+            f"{len(videos)} scenes)")
+        self._step()
+        return str(target)
+
+    def _verify_only(self) -> None:
+        problems = []
+        for unit in self.units:
+            path = self._write_scene(unit, unit.code, "codegen")
+            checked = steps.verify.with_options(task_run_name=f"verify-{unit.label}")(
+                scene_file_text(self.header, unit.code), self.request.prompt)
+            self._record(unit, static_check={"passed": checked["ok"],
+                                             "detail": checked["reason"],
+                                             "line": checked["line"]}, ok=None)
+            if not checked["ok"]:
+                problems.append(f"{unit.label} ({unit.name}): {checked['reason']} "
+                                f"(line {checked['line']}) in {path}")
+        self.session.manifest.update(static_check={"passed": not problems,
+                                                   "detail": "; ".join(problems) or None,
+                                                   "line": None})
+        say(f"[film] verify           -> {'ok' if not problems else problems[0]}")
+        self._step()
+        if problems:
+            raise FilmFailed("the generated scene failed the static check: "
+                             + "; ".join(problems))
         return None
-    timeout = request.render_timeout or _render_timeout()
-    ok, failure = checked["ok"], f"static check: {checked['reason']} (line {checked['line']})"
-    attempt = 0
-    while True:
-        label = "" if attempt == 0 else f" (after repair-{attempt})"
-        if ok:
-            rendered = steps.render.with_options(
-                task_run_name=f"render{label}", timeout_seconds=timeout + 120)(
-                str(scene_path), scene_name, request.quality, timeout, str(session.run_dir))
-            manifest.append("renders", {"attempt": attempt, "ok": rendered["ok"],
-                                        "kind": rendered["kind"],
-                                        "returncode": rendered["returncode"],
-                                        "seconds": rendered["seconds"],
-                                        "message": rendered["message"],
-                                        "video_path": rendered["video_path"],
-                                        "isolation": rendered.get("isolation", [])})
-            say(f"[film] render{label:<11} -> "
-                 f"{rendered['video_path'] if rendered['ok'] else rendered['message']}")
-            progress.step()
-            if rendered["ok"]:
-                return rendered["video_path"]
-            if rendered["kind"] in NO_REPAIR_KINDS:
-                manifest.update(render_timed_out=rendered["kind"] == "timeout",
-                                render_problem=rendered["kind"])
-                raise FilmFailed(f"{rendered['message']} ({NO_REPAIR_KINDS[rendered['kind']]}: "
-                                 f"no repair spent); run dir {session.run_dir}")
-            failure = rendered["log_tail"] or rendered["message"]
-        if attempt >= request.max_repairs or request.backend == "offline":
-            raise FilmFailed(
-                f"the scene still fails after {attempt} repair(s): "
-                f"{_last_line(failure)}; scene {scene_path}, run dir {session.run_dir}")
-        attempt += 1
-        repaired = steps.repair.with_options(
-            name=f"repair-{attempt}", task_run_name=f"repair-{attempt}",
-            timeout_seconds=session.timeout + 60)(quote(session), attempt, code, failure)
-        code, scene_name = repaired["code"], repaired["scene_name"] or scene_name
-        scene_path = session.write_scene(code, f"repair{attempt}")
-        manifest.append("repairs", {"attempt": attempt, "seconds": repaired["seconds"],
-                                    "model": repaired["model"],
-                                    "failure": _last_line(failure)[:500]})
-        manifest.add_stage({"stage": f"repair-{attempt}", "artifact": SCENE_FILE,
-                            "seconds": repaired["seconds"], "model": repaired["model"]})
-        say(f"[film] repair-{attempt}         -> {SCENE_FILE}")
-        checked = steps.verify.with_options(task_run_name=f"verify (after repair-{attempt})")(
-            code, request.prompt)
-        manifest.update(static_check={"passed": checked["ok"], "detail": checked["reason"],
-                                      "line": checked["line"]})
-        ok, failure = checked["ok"], f"static check: {checked['reason']} (line {checked['line']})"
-        progress.step(extra_total=2)
+
+    def _scene(self, unit: SceneUnit) -> None:
+        request, code, attempt = self.request, unit.code, 0
+        version = "codegen"
+        while True:
+            suffix = "" if attempt == 0 else f" (after repair-{attempt})"
+            path = self._write_scene(unit, code, version)
+            checked = steps.verify.with_options(task_run_name=f"verify-{unit.label}{suffix}")(
+                scene_file_text(self.header, code), request.prompt)
+            self._record(unit, static_check={"passed": checked["ok"],
+                                             "detail": checked["reason"],
+                                             "line": checked["line"]})
+            failure = f"static check: {checked['reason']} (line {checked['line']})"
+            if checked["ok"]:
+                key = scene_cache_key(self.header, code, request.quality, unit.name)
+                # no Prefect timeout here: a task in a worker thread cannot be interrupted;
+                # render_scene kills the render's process group at its own deadline
+                rendered = steps.render_scene_task.with_options(
+                    task_run_name=f"render-{unit.label}{suffix}")(
+                    str(path), unit.name, request.quality, self.timeout,
+                    str(self.session.run_dir / "render" / unit.label), key,
+                    not request.fresh)
+                entry = {"scene": unit.index, "name": unit.name, "attempt": attempt,
+                         "ok": rendered["ok"], "kind": rendered["kind"],
+                         "cache": rendered["cache"], "returncode": rendered["returncode"],
+                         "seconds": rendered["seconds"], "message": rendered["message"],
+                         "video_path": rendered["video_path"],
+                         "isolation": rendered.get("isolation", [])}
+                self._append("renders", entry)
+                with self.lock:
+                    record = self.records[unit.index]
+                    renders = [*record["renders"], {k: entry[k] for k in
+                                                    ("attempt", "ok", "kind", "cache",
+                                                     "seconds", "message")}]
+                    spent = record["render_seconds"] + rendered["seconds"]
+                    attempts = record["attempts"] + (rendered["cache"] == "miss")
+                self._record(unit, renders=renders, render_seconds=round(spent, 2),
+                             attempts=attempts, cache=rendered["cache"])
+                say(f"[film] render-{unit.label}{suffix} -> "
+                    f"{'cached ' if rendered['cache'] == 'hit' else ''}"
+                    f"{rendered['video_path'] if rendered['ok'] else rendered['message']}")
+                self._step()
+                if rendered["ok"]:
+                    video = self.dir / f"{unit.label}.mp4"
+                    shutil.copyfile(rendered["video_path"], video)
+                    self._record(unit, ok=True, video=str(video),
+                                 duration=round(probe_duration(video), 3))
+                    return
+                if rendered["kind"] in NO_REPAIR_KINDS:
+                    with self.lock:
+                        self.session.manifest.update(
+                            render_timed_out=rendered["kind"] == "timeout",
+                            render_problem=rendered["kind"])
+                    self._record(unit, ok=False, error=rendered["message"])
+                    raise SceneFailed(unit, f"{unit.label} ({unit.name}): {rendered['message']} "
+                                            f"({NO_REPAIR_KINDS[rendered['kind']]}: no repair "
+                                            "spent)", kind=rendered["kind"])
+                failure = rendered["log_tail"] or rendered["message"]
+            if attempt >= request.max_repairs or request.backend == "offline":
+                self._record(unit, ok=False, error=_last_line(failure)[:500])
+                raise SceneFailed(unit, f"{unit.label} ({unit.name}) still fails after "
+                                        f"{attempt} repair(s): {_last_line(failure)}; "
+                                        f"scene file {path}")
+            attempt += 1
+            try:
+                repaired = steps.repair.with_options(  # the backend enforces session.timeout
+                    name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
+                    quote(self.session), unit.index, unit.name, attempt, self.header, code,
+                    failure)
+            except Exception as exc:  # no usable repair: this scene fails, the others go on
+                self._record(unit, ok=False, error=f"repair-{attempt}: {exc}"[:500])
+                raise SceneFailed(unit, f"{unit.label} ({unit.name}): repair-{attempt} gave no "
+                                        f"usable scene ({_last_line(str(exc))}); scene file "
+                                        f"{path}") from exc
+            code, version = repaired["code"], f"repair{attempt}"
+            item = {"scene": unit.index, "name": unit.name, "attempt": attempt,
+                    "seconds": repaired["seconds"], "model": repaired["model"],
+                    "failure": _last_line(failure)[:500]}
+            self._append("repairs", item)
+            with self.lock:
+                repairs = [*self.records[unit.index]["repairs"],
+                           {k: item[k] for k in ("attempt", "seconds", "model", "failure")}]
+                self.session.manifest.add_stage({
+                    "stage": f"repair-{unit.label}-{attempt}",
+                    "artifact": f"scenes/{unit.label}.py", "seconds": repaired["seconds"],
+                    "model": repaired["model"]})
+            self._record(unit, repairs=repairs)
+            say(f"[film] repair-{unit.label}-{attempt} -> scenes/{unit.label}.py (scene alone)")
+            self._step(extra_total=2)
+
+    def _fail(self, failures: list[SceneFailed]) -> None:
+        failures.sort(key=lambda f: f.unit.index)
+        kept = [self.records[u.index]["video"] for u in self.units
+                if self.records[u.index].get("ok")]
+        named = "; ".join(str(f) for f in failures)
+        env = [f for f in failures if f.kind in NO_REPAIR_KINDS]
+        with self.lock:
+            self.session.manifest.update(failed_scenes=[
+                {"scene": f.unit.index, "name": f.unit.name, "kind": f.kind, "error": str(f)}
+                for f in failures], kept_scenes=kept)
+        lead = env[0] if env else failures[0]
+        raise FilmFailed(
+            f"{len(failures)} of {len(self.units)} scene(s) failed: {named}"
+            + (f" [{lead.kind}]" if env else "")
+            + f"; {len(kept)} rendered scene(s) kept in {self.dir}; run dir "
+              f"{self.session.run_dir}")
 
 
 def _render_timeout() -> float:
@@ -219,6 +405,12 @@ def _publish_summary(session: FilmSession) -> None:
         "", *rows, "",
         f"**Verify:** {'passed' if check.get('passed') else check.get('detail', 'not run')}",
         f"**Renders:** {len(renders)}; **repairs:** {len(data.get('repairs', []))}",
+        *([f"**Scenes:** {len(data.get('scenes', []))}", "",
+           "| scene | class | ok | cache | render s | attempts | repairs |",
+           "|---|---|---|---|---|---|---|"]
+          + [f"| {s.get('label')} | {s.get('name')} | {s.get('ok')} | {s.get('cache')} | "
+             f"{s.get('render_seconds')} | {s.get('attempts')} | {len(s.get('repairs', []))} |"
+             for s in data.get("scenes", [])] + [""] if data.get("scenes") else []),
         f"**Video:** `{data.get('video_path')}`" if data.get("video_path") else
         f"**No video.** {data.get('failed', {}).get('error', '')}",
         f"**Run dir:** `{session.run_dir}`",

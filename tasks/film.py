@@ -1,4 +1,5 @@
-"""Prefect tasks of a Mythos film: one per reasoning stage, codegen, verify, render, repair-N.
+"""Prefect tasks of a Mythos film: one per reasoning stage, codegen, and per scene verify,
+render and scoped repair (`render-scene-03`, `repair-scene-03-1`), then the stitch.
 
 Stage and codegen results are cached on (charter text, input artifact, backend,
 model) so a rerun after a failed render calls no model for the finished steps.
@@ -45,7 +46,41 @@ def render(scene_file: str, scene_name: str, quality: str, timeout: float, out_d
                         out_dir=out_dir).model_dump()
 
 
+@mythloop_task(name="render-scene", retries=0)
+def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: float,
+                      out_dir: str, cache_key: str, use_cache: bool = True) -> dict:
+    """One scene: its cached video when its code, header, quality and Manim version are
+    unchanged, else a sandboxed render whose video then enters the scene cache."""
+    from pathlib import Path
+
+    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.scenes import SceneCache
+
+    cache = SceneCache()
+    hit = cache.get(cache_key) if use_cache else None
+    if hit is not None:
+        return {"ok": True, "kind": "ok", "video_path": str(hit), "cache": "hit",
+                "seconds": 0.0, "message": "cached", "returncode": 0, "log_tail": "",
+                "isolation": []}
+    result = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
+                          out_dir=out_dir).model_dump()
+    result["cache"] = "miss"
+    if result["ok"] and result["video_path"]:
+        cache.put(cache_key, Path(result["video_path"]))
+    return result
+
+
 @mythloop_task(name="repair", llm=True)
-def repair(session: FilmSession, attempt: int, code: str, failure: str) -> dict:
-    """The failing file + the error tail -> a repaired scene file."""
-    return session.repair(attempt, code, failure)
+def repair(session: FilmSession, index: int, name: str, attempt: int, header: str,
+           scene_code: str, failure: str) -> dict:
+    """Scoped repair: one failing scene class + its error tail (shared header read-only)."""
+    return session.repair_scene(index, name, attempt, header, scene_code, failure)
+
+
+@mythloop_task(name="stitch", retries=0)
+def stitch(videos: list[str], target: str) -> dict:
+    """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
+    from mythloop.mythos.scenes import concat_videos, probe_duration
+
+    concat_videos(videos, target)
+    return {"video_path": target, "duration": round(probe_duration(target), 3)}

@@ -21,7 +21,9 @@ from browser import chromium_render, find_chromium, visible_text
 pytestmark = pytest.mark.slow
 
 FILM_STEPS = ["intent", "cartographer", "curriculum", "math-director", "cinematographer",
-              "scene-composer", "codegen", "verify", "render"]
+              "scene-composer", "codegen", "verify-scene-01", "verify-scene-02",
+              "verify-scene-03", "render-scene-01", "render-scene-02", "render-scene-03",
+              "stitch"]  # the offline film is three scenes, each verified and rendered alone
 LLM_LIMIT = 3  # not the default (4): proves serve reads MYTHLOOP_LLM_CONCURRENCY
 STARTUP_S = 300.0
 
@@ -194,11 +196,11 @@ def test_the_ui_shows_the_film_steps(stack, repo_root):
     text = ""
     for budget in (15_000, 30_000, 60_000):  # retry while the UI loads on a busy machine
         text = visible_text(chromium_render(chromium, page, screenshot=shot, budget_ms=budget))
-        if all(step in text for step in FILM_STEPS) and "9 Completed" in text:
+        if all(step in text for step in FILM_STEPS) and f"{len(FILM_STEPS)} Completed" in text:
             break
     missing = [step for step in FILM_STEPS if step not in text]
     assert not missing, f"the rendered page lacks {missing}; it shows: {text[:1500]}"
-    assert "9 Completed" in text  # the task-runs tab's state summary
+    assert f"{len(FILM_STEPS)} Completed" in text  # the task-runs tab's state summary
     assert "film-the-heat-equation" in text
     assert shot.stat().st_size > 20_000  # the screenshot of that same render
 

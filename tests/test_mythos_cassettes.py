@@ -10,11 +10,13 @@ import pytest
 
 from mythloop.data import data_path
 from mythloop.mythos.extract import extract_json_object, extract_python_block, find_scene_class
+from mythloop.mythos.scenes import join_film, scene_from_reply, split_film
 from mythloop.mythos.stages import STAGES
 from mythloop.mythos.verify import verify_scene
 
 TOPICS = {"the-heat-equation": "the heat equation", "euler-s-identity": "Euler's identity"}
-KEYS = [s.slug for s in STAGES] + ["codegen", "repair-1"]
+KEYS = [s.slug for s in STAGES] + ["codegen", "repair-scene-01-1"]
+REPAIR = "repair-scene-01-1"
 PALETTE = ["#0c0c0b", "#faf9f5", "#d97757", "#6a9bcc", "#788c5d", "#d4a27f", "#b0aea5"]
 
 
@@ -55,9 +57,17 @@ def test_artifacts_are_rich(slug):
 @pytest.mark.parametrize("slug", TOPICS)
 def test_recorded_code_implements_the_scene_spec(slug):
     spec = extract_json_object(load(slug, "scene-composer")["response"])
-    for key in ("codegen", "repair-1"):
-        code = code_of(slug, key)
-        assert find_scene_class(code) == spec["scene_name"]
+    split = split_film(code_of(slug, "codegen"))
+    repaired = scene_from_reply(code_of(slug, REPAIR), split.scenes[0].name)
+    fixed = join_film(split.header, [repaired] + [u.code for u in split.scenes[1:]])
+    for key, code in (("codegen", code_of(slug, "codegen")), (REPAIR, fixed)):
+        units = split_film(code).scenes
+        assert len(units) >= 3  # a film of 30 s or more is at least three scenes
+        assert [u.name for u in units] == sorted(u.name for u in units)  # plan order
+        assert all(u.name.startswith(spec["scene_name"]) for u in units)
+        for unit in units:  # each scene starts from its own set-up, never shared memory
+            assert "self.open_scene()" in unit.code
+        assert find_scene_class(code)
         result = verify_scene(code)
         assert result.ok, f"{key}: {result.reason}"
         assert "set_camera_orientation(phi=0 * DEGREES, theta=-90 * DEGREES)" in code
@@ -68,7 +78,10 @@ def test_recorded_code_implements_the_scene_spec(slug):
 
 @pytest.mark.parametrize("slug", TOPICS)
 def test_repair_changes_only_the_broken_line(slug):
-    broken, fixed = code_of(slug, "codegen"), code_of(slug, "repair-1")
+    """The recorded repair answers the failing scene class alone (no header), one line changed."""
+    scene = split_film(code_of(slug, "codegen")).scenes[0]
+    broken, fixed = scene.code, code_of(slug, REPAIR)
+    assert split_film(fixed).scenes[0].name == scene.name and "from manim" not in fixed
     changed = [
         line for line in difflib.unified_diff(broken.splitlines(), fixed.splitlines(), lineterm="", n=0)
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
@@ -79,13 +92,13 @@ def test_repair_changes_only_the_broken_line(slug):
 def test_heat_codegen_calls_an_api_manim_ce_removed():
     from manim import Axes
 
-    broken, fixed = code_of("the-heat-equation", "codegen"), code_of("the-heat-equation", "repair-1")
+    broken, fixed = code_of("the-heat-equation", "codegen"), code_of("the-heat-equation", REPAIR)
     assert "axes.get_graph(" in broken and "axes.get_graph(" not in fixed
     assert not hasattr(Axes, "get_graph") and hasattr(Axes, "plot")
 
 
 def test_euler_codegen_looks_up_a_tex_part_that_does_not_exist():
-    broken, fixed = code_of("euler-s-identity", "codegen"), code_of("euler-s-identity", "repair-1")
+    broken, fixed = code_of("euler-s-identity", "codegen"), code_of("euler-s-identity", REPAIR)
     parts = re.search(r'identity = MathTex\((.*?), font_size', broken).group(1)
     wanted_broken = re.search(r'get_part_by_tex\((r"[^"]*")\)', broken).group(1)
     wanted_fixed = re.search(r'get_part_by_tex\((r"[^"]*")\)', fixed).group(1)

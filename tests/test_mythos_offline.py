@@ -7,6 +7,7 @@ import json
 from mythloop.mythos.extract import extract_json_object, extract_python_block, find_scene_class
 from mythloop.mythos.offline import OFFLINE_SCENE_NAME, offline_response, topic_from_prompt
 from mythloop.mythos.prompts import codegen_prompt, repair_prompt, stage_prompt
+from mythloop.mythos.scenes import scene_file_text, split_film
 from mythloop.mythos.stages import STAGES, validate_artifact
 from mythloop.mythos.verify import verify_scene
 
@@ -40,8 +41,14 @@ def test_codegen_is_a_working_offline_scene():
     raw = offline_response("codegen", codegen_prompt(dossier))
     assert raw.startswith("```python\n")
     code = extract_python_block(raw)
-    assert find_scene_class(code) == OFFLINE_SCENE_NAME
+    assert find_scene_class(code).startswith(OFFLINE_SCENE_NAME)
     assert "Offline stand-in" in code and "Euler's identity" in code
+    split = split_film(code)  # the stand-in is a split film too: header + three scenes
+    assert [u.name for u in split.scenes] == [f"{OFFLINE_SCENE_NAME}01Question",
+                                              f"{OFFLINE_SCENE_NAME}02Formula",
+                                              f"{OFFLINE_SCENE_NAME}03KeyTerm"]
+    for unit in split.scenes:
+        assert verify_scene(scene_file_text(split.header, unit.code)).ok
     assert "move_camera" in code and "zoom=2.2" in code and "#0c0c0b" in code
     result = verify_scene(code)
     assert result.ok, result.reason
@@ -50,9 +57,11 @@ def test_codegen_is_a_working_offline_scene():
 
 def test_repair_returns_the_same_scene():
     dossier = run_offline_chain("the heat equation")
-    code = extract_python_block(offline_response("codegen", codegen_prompt(dossier)))
-    repaired = extract_python_block(offline_response("repair-2", repair_prompt(code, "Traceback ...")))
-    assert repaired == code
+    split = split_film(extract_python_block(offline_response("codegen", codegen_prompt(dossier))))
+    scene = split.scenes[1]
+    prompt = repair_prompt(scene.code, "Traceback ...", header=split.header, scene_name=scene.name)
+    repaired = extract_python_block(offline_response("repair-scene-02-2", prompt))
+    assert repaired == scene.code
 
 
 def test_topic_falls_back_and_odd_characters_stay_safe():

@@ -60,9 +60,11 @@ def test_codegen_prompt_inlines_the_dossier():
 def test_repair_prompt_keeps_only_the_failure_tail():
     code = "from manim import *\nclass A(ThreeDScene):\n    def construct(self):\n        x = {1: 2}\n"
     failure = "HEAD-MARKER " + "x" * 20000 + " TAIL-MARKER"
-    prompt = repair_prompt(code, failure)
+    prompt = repair_prompt(code, failure, header="BG = '#0c0c0b'", scene_name="A")
     assert code.rstrip("\n") in prompt
+    assert "SHARED HEADER (read-only):\nBG = '#0c0c0b'" in prompt and "FAILING SCENE (A):" in prompt
     assert "TAIL-MARKER" in prompt and "HEAD-MARKER" not in prompt
     assert failure[-FAILURE_TAIL_CHARS:] in prompt
-    assert "{current_file}" not in prompt and "{failure_tail}" not in prompt
-    assert prompt == repair_prompt(code, failure)
+    assert "{scene_code}" not in prompt and "{failure_tail}" not in prompt
+    assert "{shared_header}" not in prompt and "{scene_name}" not in prompt
+    assert prompt == repair_prompt(code, failure, header="BG = '#0c0c0b'", scene_name="A")

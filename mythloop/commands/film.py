@@ -29,6 +29,9 @@ def film(
     timeout: float | None = typer.Option(None, help="Seconds per model call (M2M_TIMEOUT)."),
     render_timeout: float | None = typer.Option(None, help="Seconds per render "
                                                            "(M2M_RENDER_TIMEOUT)."),
+    render_workers: int | None = typer.Option(
+        None, "--render-workers", min=1, max=64,
+        help="Scenes rendered at once (default: the CPU count)."),
     fresh: bool = typer.Option(False, "--fresh", help="Call the model again even for stages "
                                                       "with cached results."),
     runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
@@ -48,7 +51,7 @@ def film(
         request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,
                               model=model, fallbacks=fallback, max_repairs=max_repairs,
                               stage_timeout=timeout, render_timeout=render_timeout,
-                              fresh=fresh, runs_dir=runs_dir)
+                              fresh=fresh, runs_dir=runs_dir, render_workers=render_workers)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         typer.echo(f"error: {problems}", err=True)

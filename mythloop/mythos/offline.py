@@ -7,7 +7,8 @@ import re
 
 from mythloop.mythos.extract import ExtractionError, extract_json_object
 
-__all__ = ["offline_response", "offline_artifact", "OFFLINE_SCENE_NAME", "offline_scene", "topic_from_prompt"]
+__all__ = ["offline_response", "offline_artifact", "OFFLINE_SCENE_NAME", "offline_scene", "offline_repair",
+           "topic_from_prompt"]
 
 OFFLINE_SCENE_NAME = "MythosOfflineJourney"
 _MARKER = "INPUT ARTIFACT JSON:"
@@ -17,8 +18,8 @@ _DEFAULT_TOPIC = "an idea worth a film"
 def topic_from_prompt(prompt: str) -> str:
     """The film's topic: `user_prompt` or `topic` from the prompt's input artifact, else a default."""
     text = prompt or ""
-    # A repair prompt carries the offline scene itself: reuse its title so repairs stay identical.
-    scene_title = re.search(r'title = Text\(("(?:[^"\\]|\\.)*"), font_size=64', text)
+    # A repair prompt carries the offline header itself: reuse its topic so repairs stay identical.
+    scene_title = re.search(r'^TOPIC = ("(?:[^"\\]|\\.)*")$', text, re.M)
     if scene_title and OFFLINE_SCENE_NAME in text:
         return json.loads(scene_title.group(1))
     start = text.find(_MARKER)
@@ -179,47 +180,106 @@ def _safe_title(topic: str) -> str:
 
 
 def offline_scene(topic: str = _DEFAULT_TOPIC) -> str:
-    """A small working ThreeDScene (a few seconds at -ql) used for codegen and every repair."""
+    """A small working film in split form: a shared header and three short scenes (a few
+    seconds each at -ql), used for codegen; each scene re-creates its starting state."""
     title = json.dumps(_safe_title(topic))
     return f'''from manim import *
 
-# Offline stand-in scene: written by mythloop.mythos.offline, not by a model.
+# Offline stand-in film: written by mythloop.mythos.offline, not by a model.
+BG = "#0c0c0b"
+INK = "#faf9f5"
+CORAL = "#d97757"
+BLUE = "#6a9bcc"
+OLIVE = "#788c5d"
+GRAY = "#b0aea5"
+TOPIC = {title}
 
 
-class {OFFLINE_SCENE_NAME}(ThreeDScene):
-    """Offline rehearsal: proves the film plumbing end to end in a few seconds."""
+class {OFFLINE_SCENE_NAME}Base(ThreeDScene):
+    """Shared set-up and helpers of every offline scene."""
 
-    def construct(self):
-        self.camera.background_color = "#0c0c0b"
+    def open_scene(self):
+        self.camera.background_color = BG
         self.set_camera_orientation(phi=0 * DEGREES, theta=-90 * DEGREES)
-        title = Text({title}, font_size=64, color="#faf9f5")
+
+    def pinned(self, mob):
+        self.add_fixed_in_frame_mobjects(mob)
+        self.remove(mob)
+        return mob
+
+    def parked_title(self):
+        """The title as earlier scenes leave it: small, at the top (declared state)."""
+        title = self.pinned(Text(TOPIC, font_size=64, color=INK))
         if title.width > 12:
             title.scale_to_fit_width(12)
-        self.add_fixed_in_frame_mobjects(title)
-        self.remove(title)
+        title.scale(0.5).to_edge(UP)
+        return title
+
+    def formula(self):
+        formula = MathTex(r"e^{{i\\pi}}", "+", "1", "=", "0", font_size=72, color=INK)
+        formula[0].set_color(CORAL)
+        formula[2].set_color(BLUE)
+        formula[4].set_color(OLIVE)
+        return formula
+
+
+class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
+    """Scene 1: the headline."""
+
+    def construct(self):
+        self.open_scene()
+        title = self.pinned(Text(TOPIC, font_size=64, color=INK))
+        if title.width > 12:
+            title.scale_to_fit_width(12)
         self.play(FadeIn(title), run_time=0.8)
         self.wait(0.6)
         self.play(title.animate.scale(0.5).to_edge(UP), run_time=0.6)
-        formula = MathTex(r"e^{{i\\pi}}", "+", "1", "=", "0", font_size=72, color="#faf9f5")
-        formula[0].set_color("#d97757")
-        formula[2].set_color("#6a9bcc")
-        formula[4].set_color("#788c5d")
-        caption = Text("Offline stand-in: no model was called", font_size=30, color="#b0aea5")
-        caption.to_edge(DOWN, buff=0.6)
-        self.add_fixed_in_frame_mobjects(caption)
-        self.remove(caption)
+
+
+class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
+    """Scene 2: the formula, captioned (starts from the parked title)."""
+
+    def construct(self):
+        self.open_scene()
+        self.add(self.parked_title())
+        formula = self.formula()
+        caption = self.pinned(Text("Offline stand-in: no model was called", font_size=30,
+                                   color=GRAY).to_edge(DOWN, buff=0.6))
         self.play(Write(formula), FadeIn(caption), run_time=1.0)
+        self.wait(0.6)
+
+
+class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
+    """Scene 3: zoom into the key term and pull back (starts from scene 2's last frame)."""
+
+    def construct(self):
+        self.open_scene()
+        title = self.parked_title()
+        formula = self.formula()
+        caption = self.pinned(Text("Offline stand-in: no model was called", font_size=30,
+                                   color=GRAY).to_edge(DOWN, buff=0.6))
+        self.add(title, formula, caption)
         self.move_camera(frame_center=formula[0].get_center(), zoom=2.2, run_time=1.0)
         self.wait(0.6)
         self.move_camera(frame_center=ORIGIN, zoom=1.0, run_time=0.8)
-        self.wait(0.6)
         self.play(FadeOut(formula), FadeOut(caption), FadeOut(title), run_time=0.6)
 '''
+
+
+_FAILING = re.compile(r"FAILING SCENE \([^)]*\):\n(.*?)\n\nFAILURE OUTPUT", re.S)
+
+
+def offline_repair(prompt: str) -> str:
+    """The offline 'repair': the failing scene class handed back unchanged (no model)."""
+    found = _FAILING.search(prompt or "")
+    return found.group(1).strip("\n") + "\n" if found else offline_scene(topic_from_prompt(prompt))
 
 
 def offline_response(key: str, prompt: str) -> str:
     """Deterministic raw 'model text' for `key`: stage JSON, or a fenced python block for code."""
     topic = topic_from_prompt(prompt)
-    if key == "codegen" or key.startswith("repair"):
+    if key.startswith("repair"):
+        return "```python\n" + offline_repair(prompt) + "```\n"
+    if key == "codegen":
         return "```python\n" + offline_scene(topic) + "```\n"
     return json.dumps(offline_artifact(key, topic), indent=2)

@@ -1,13 +1,14 @@
 """The film's steps as plain functions over a `FilmSession` (no Prefect here).
 
 `tasks/film.py` wraps each step as a Prefect task and `flows/film.py` chains them:
-six reasoning stages -> codegen -> verify -> render -> repair.
+six reasoning stages -> codegen -> per scene: verify -> render -> scoped repair -> stitch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from mythloop.mythos.prompts import (
 )
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import Manifest, create_run_dir, write_json_atomic
+from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
 from mythloop.mythos.stages import STAGES, load_charter, stage_by_slug, validate_artifact
 
 __all__ = ["FilmSession", "StageFailed", "SceneCodeError", "open_session", "cache_basis",
@@ -114,20 +116,40 @@ class FilmSession:
 
     # --- codegen and repair ------------------------------------------------------------
     def codegen(self, dossier: dict) -> dict:
+        """The dossier -> one file: a shared header and N Scene classes (the film's scenes)."""
         started = time.perf_counter()
         completion = self.call(codegen_prompt(dossier), key="codegen")
         (self.run_dir / "07_codegen.raw.txt").write_text(completion.text, encoding="utf-8")
         code, scene = _scene_from(completion.text, "codegen")
-        return {"code": code, "scene_name": scene, "raw": completion.text,
-                "model": completion.model, "seconds": round(time.perf_counter() - started, 3)}
+        try:
+            split = split_film(code)
+        except FilmSplitError as exc:
+            raise SceneCodeError(f"codegen: {exc}") from exc
+        return {"code": code, "scene_name": scene, "header": split.header,
+                "scenes": [{"index": u.index, "name": u.name, "code": u.code}
+                           for u in split.scenes],
+                "raw": completion.text, "model": completion.model,
+                "seconds": round(time.perf_counter() - started, 3)}
 
-    def repair(self, attempt: int, code: str, failure: str) -> dict:
+    def repair_scene(self, index: int, name: str, attempt: int, header: str, scene_code: str,
+                     failure: str) -> dict:
+        """Scoped repair: one failing scene class + its error tail (header read-only)."""
         started = time.perf_counter()
-        completion = self.call(repair_prompt(code, failure), key=f"repair-{attempt}")
-        (self.run_dir / f"repair_{attempt}.raw.txt").write_text(completion.text, encoding="utf-8")
-        new_code, scene = _scene_from(completion.text, f"repair-{attempt}")
-        return {"code": new_code, "scene_name": scene, "raw": completion.text,
-                "model": completion.model, "seconds": round(time.perf_counter() - started, 3)}
+        key = f"repair-scene-{index:02d}-{attempt}"
+        completion = self.call(repair_prompt(scene_code, failure, header=header,
+                                             scene_name=name), key=key)
+        scenes_dir = self.run_dir / "scenes"
+        scenes_dir.mkdir(exist_ok=True)
+        (scenes_dir / f"{key}.raw.txt").write_text(completion.text, encoding="utf-8")
+        code = extract_python_block(completion.text)
+        if not code.strip():
+            raise SceneCodeError(f"{key}: the model returned no Python code")
+        try:
+            new_code = scene_from_reply(code, name)
+        except FilmSplitError as exc:
+            raise SceneCodeError(f"{key}: {exc}") from exc
+        return {"code": new_code, "raw": completion.text, "model": completion.model,
+                "seconds": round(time.perf_counter() - started, 3)}
 
     def write_scene(self, code: str, version: str) -> Path:
         """The current scene is always mythos_scene.py; each version is kept beside it."""
@@ -193,6 +215,8 @@ def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> Fil
     options: dict = {}
     if request.backend == "replay":
         options["topic"] = request.prompt
+        if os.environ.get("MYTHLOOP_CASSETTE_DIR"):  # tests and benches: their own recordings
+            options["cassette_dir"] = os.environ["MYTHLOOP_CASSETTE_DIR"]
     elif request.backend in ("claude", "gemini", "codex", "openai"):
         if request.model or settings.model:
             options["model"] = request.model or settings.model

@@ -72,10 +72,14 @@ def codegen_prompt(dossier: dict) -> str:
     return _fill(load_charter("codegen.md"), dossier_json=_dump(dossier)) + "\n"
 
 
-def repair_prompt(code: str, failure_tail: str) -> str:
-    """The repair prompt: the failing file and the last 8000 chars of its failure output."""
+def repair_prompt(scene_code: str, failure_tail: str, *, header: str = "",
+                  scene_name: str = "") -> str:
+    """The scoped repair prompt: the shared header (read-only), the one failing scene class
+    and the last 8000 chars of that scene's failure output."""
     tail = (failure_tail or "unknown failure")[-FAILURE_TAIL_CHARS:]
-    return _fill(load_charter("repair.md"), current_file=code.rstrip("\n"), failure_tail=tail.rstrip("\n")) + "\n"
+    return _fill(load_charter("repair.md"), shared_header=header.rstrip("\n") or "(none)",
+                 scene_name=scene_name or "the scene",
+                 scene_code=scene_code.rstrip("\n"), failure_tail=tail.rstrip("\n")) + "\n"
 
 
 def prompt_sha256(prompt: str, system: str | None = None) -> str:

@@ -41,7 +41,10 @@ class FilmRequest(BaseModel):
         None, gt=0, description="Seconds per model call (default: M2M_TIMEOUT, 300).")
     render_timeout: float | None = Field(
         None, gt=0, description="Seconds per render (default: M2M_RENDER_TIMEOUT, 1800).")
-    fresh: bool = Field(False, description="Ignore cached stage results and call the model again.")
+    render_workers: int | None = Field(
+        None, ge=1, le=64, description="How many scenes render at once (default: the CPU count).")
+    fresh: bool = Field(False, description="Ignore cached stage results and scene videos; call "
+                                           "the model and render again.")
     runs_dir: Path | None = Field(
         None, description="Runs root (default: M2M_RUNS_DIR or .mythloop/runs); the film lands "
                           "in <runs_dir>/mythos/<UTC stamp>-<slug>/.")

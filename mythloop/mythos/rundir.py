@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ class Manifest:
             "stages": [],
         }
         self.data.update(initial)
+        self.lock = threading.RLock()
         self.save()
 
     @classmethod
@@ -69,33 +71,38 @@ class Manifest:
         manifest.run_dir = Path(run_dir)
         manifest.path = path
         manifest.data = json.loads(path.read_text(encoding="utf-8"))
+        manifest.lock = threading.RLock()
         return manifest
 
     def save(self) -> None:
-        """Write the whole manifest atomically."""
-        write_json_atomic(self.path, self.data)
+        """Write the whole manifest atomically (scenes update it from several threads)."""
+        with self.lock:
+            write_json_atomic(self.path, self.data)
 
     def update(self, **fields: Any) -> None:
         """Set top-level fields, then save."""
-        self.data.update(fields)
-        self.save()
+        with self.lock:
+            self.data.update(fields)
+            self.save()
 
     def add_stage(self, record: dict[str, Any]) -> None:
         """Append (or replace, by `stage` name) one stage record, then save."""
-        stages = self.data.setdefault("stages", [])
-        name = record.get("stage")
-        for index, existing in enumerate(stages):
-            if name is not None and existing.get("stage") == name:
-                stages[index] = {**existing, **record}
-                break
-        else:
-            stages.append(dict(record))
-        self.save()
+        with self.lock:
+            stages = self.data.setdefault("stages", [])
+            name = record.get("stage")
+            for index, existing in enumerate(stages):
+                if name is not None and existing.get("stage") == name:
+                    stages[index] = {**existing, **record}
+                    break
+            else:
+                stages.append(dict(record))
+            self.save()
 
     def append(self, key: str, item: Any) -> None:
         """Append to a top-level list (renders, repairs, fallbacks), then save."""
-        self.data.setdefault(key, []).append(item)
-        self.save()
+        with self.lock:
+            self.data.setdefault(key, []).append(item)
+            self.save()
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

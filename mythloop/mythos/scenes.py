@@ -1,0 +1,219 @@
+"""A film as a list of scenes: split the generated file, cache scene videos, stitch the film.
+
+Codegen answers one Python file: a shared header (imports, palette, helpers, base
+classes) followed by N Scene classes, one per beat or group of beats, in plan order.
+`split_film` cuts it into the header and the scene classes; each scene is then
+verified and rendered alone from `header + its class`. A scene video is cached under
+`<state>/scene-cache/<key>.mp4`, keyed on the scene's code, the header, the quality and
+the Manim version, so a rerun renders only the scenes that failed or changed.
+`concat_videos` stitches the scene videos with ffmpeg's concat demuxer (`-c copy`).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mythloop.mythos.safe_ast import parse
+
+__all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_file_text", "join_film",
+           "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
+           "probe_duration", "concat_videos", "FilmSplitError"]
+
+
+class FilmSplitError(ValueError):
+    """The generated file holds no renderable Scene class."""
+
+
+@dataclass(frozen=True)
+class SceneUnit:
+    """One scene of the film: its 1-based place in the plan, class name and class source."""
+
+    index: int
+    name: str
+    code: str
+
+    @property
+    def label(self) -> str:
+        return f"scene-{self.index:02d}"
+
+
+@dataclass(frozen=True)
+class SplitFilm:
+    header: str
+    scenes: list[SceneUnit]
+
+
+def _base(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _leaf_scenes(tree: ast.Module) -> list[ast.ClassDef]:
+    """Top-level classes that are Scenes (directly or through each other) and not extended."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    scenes: set[str] = set()
+    for _ in range(len(classes)):
+        for cls in classes:
+            if any(_base(b).endswith("Scene") or _base(b) in scenes for b in cls.bases):
+                scenes.add(cls.name)
+    parents = {_base(b) for c in classes if c.name in scenes for b in c.bases}
+    return [c for c in classes if c.name in scenes and c.name not in parents]
+
+
+def split_film(code: str) -> SplitFilm:
+    """Cut CODE into the shared header and its leaf Scene classes, in definition order."""
+    try:
+        tree = parse(code)
+    except SyntaxError as exc:
+        raise FilmSplitError(f"the generated film does not parse (line {exc.lineno}: "
+                             f"{exc.msg})") from exc
+    leaves = _leaf_scenes(tree)
+    if not leaves:
+        raise FilmSplitError("the generated film defines no Scene class; "
+                             "define `class X(ThreeDScene)` per scene")
+    lines = code.splitlines()
+    cut: set[int] = set()
+    scenes: list[SceneUnit] = []
+    for number, cls in enumerate(leaves, start=1):
+        first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
+        last = cls.end_lineno or cls.lineno
+        cut.update(range(first - 1, last))
+        scenes.append(SceneUnit(number, cls.name, "\n".join(lines[first - 1:last]) + "\n"))
+    kept = [line for i, line in enumerate(lines) if i not in cut]
+    header = "\n".join(kept).rstrip() + "\n"
+    while "\n\n\n\n" in header:
+        header = header.replace("\n\n\n\n", "\n\n\n")
+    return SplitFilm(header=header, scenes=scenes)
+
+
+def scene_file_text(header: str, scene_code: str) -> str:
+    """The file one scene renders from: the shared header, then its own class."""
+    return header.rstrip("\n") + "\n\n\n" + scene_code.strip("\n") + "\n"
+
+
+def join_film(header: str, scene_codes: list[str]) -> str:
+    """The whole film as one file (header + every scene class, in plan order)."""
+    return header.rstrip("\n") + "\n\n\n" + "\n\n\n".join(c.strip("\n") for c in scene_codes) + "\n"
+
+
+def scene_from_reply(code: str, name: str) -> str:
+    """The class NAME from a repair's answer (else its only class); anything else is ignored.
+
+    A scoped repair answers the scene class alone, whose base class lives in the
+    read-only header, so the class is found by name, not by its bases.
+    """
+    try:
+        tree = parse(code)
+    except SyntaxError as exc:
+        raise FilmSplitError(f"the repaired scene does not parse (line {exc.lineno}: "
+                             f"{exc.msg})") from exc
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    named = [c for c in classes if c.name == name]
+    if not named and len(classes) == 1:
+        named = classes
+    if not named:
+        raise FilmSplitError(f"the repair answered {len(classes)} class(es) "
+                             f"({', '.join(c.name for c in classes) or 'none'}) and none is "
+                             f"{name}")
+    cls = named[0]
+    lines = code.splitlines()
+    first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
+    return "\n".join(lines[first - 1:cls.end_lineno or cls.lineno]) + "\n"
+
+
+@functools.cache
+def manim_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("manim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def scene_cache_key(header: str, scene_code: str, quality: str, scene_name: str) -> str:
+    """What a scene video depends on: its code, the shared header, quality, Manim version."""
+    digest = hashlib.sha256()
+    for part in (header, scene_code, quality, scene_name, manim_version()):
+        digest.update(part.encode("utf-8") + b"\x00")
+    return digest.hexdigest()
+
+
+class SceneCache:
+    """Finished scene videos by cache key: `<root>/<key>.mp4` (written atomically)."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        if root is None:
+            from mythloop.settings import get_settings
+
+            root = get_settings().state_root / "scene-cache"
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.mp4"
+
+    def get(self, key: str) -> Path | None:
+        path = self.path(key)
+        return path if path.is_file() and path.stat().st_size > 0 else None
+
+    def put(self, key: str, video: Path | str) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        target = self.path(key)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".mp4", dir=self.root)
+        os.close(fd)
+        try:
+            shutil.copyfile(video, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+
+def probe_duration(video: Path | str) -> float:
+    """Container duration in seconds (ffprobe)."""
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+         str(video)], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise RuntimeError(f"ffprobe could not read {video}: {out.stderr.strip()[-300:]}")
+    return float(out.stdout.strip())
+
+
+def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
+    """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
+    if not videos:
+        raise ValueError("no scene videos to stitch")
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    listing = target.with_name(f".{target.stem}.concat.txt")
+    lines = []
+    for video in videos:
+        path = str(Path(video).resolve()).replace("'", "'\\''")
+        lines.append(f"file '{path}'")
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp = target.with_name(f".{target.stem}.partial{target.suffix}")
+    try:
+        done = subprocess.run(
+            ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
+             "-c", "copy", "-movflags", "+faststart", str(tmp)],
+            capture_output=True, text=True, timeout=600)
+        if done.returncode != 0 or not tmp.is_file():
+            raise RuntimeError(f"ffmpeg could not stitch the scenes: "
+                               f"{done.stderr.strip()[-500:] or done.returncode}")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+        listing.unlink(missing_ok=True)
+    return target
