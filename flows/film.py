@@ -28,6 +28,8 @@ from prefect.utilities.annotations import quote
 
 from flows.common import say
 from mythloop.fileio import write_text_atomic
+from mythloop.mythos.filmmedia import narration_for_scenes
+from mythloop.mythos.layout import Finding, format_findings
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
@@ -39,6 +41,7 @@ from mythloop.mythos.scenes import (
     scene_file_text,
 )
 from mythloop.mythos.stages import STAGES
+from mythloop.preview import preview_url_for
 from tasks import film as steps
 
 NO_REPAIR_KINDS = {"timeout": "a render timeout is a budget problem, not a code problem",
@@ -131,15 +134,18 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     say(f"[film] codegen          -> {SCENE_FILE} ({len(units)} scene(s): "
         f"{', '.join(u.name for u in units)}){' (cached)' if cached else ''}")
     progress.step()
-    # what is left: one render per scene and the stitch (or the static checks alone)
-    progress.total = progress.done + (len(units) + 1 if request.render else 1)
+    # what is left: one render per scene, the stitch and the subtitles/voice step (or the
+    # static checks alone)
+    progress.total = progress.done + (len(units) + 2 if request.render else 1)
 
-    film_scenes = _FilmScenes(session, request, progress, header, units)
+    narration = narration_for_scenes(dossier.get("03_curriculum.json") or {}, len(units))
+    film_scenes = _FilmScenes(session, request, progress, header, units, narration)
     video = film_scenes.run()
     manifest.update(scene_file=str(session.run_dir / SCENE_FILE),
                     scene_name=units[0].name, video_path=video, model=session.model_label,
                     model_calls=session.model_calls, completed_utc=utc_now())
     return {"run_dir": str(session.run_dir), "video_path": video,
+            "video_url": preview_url_for(Path(video)) if video else None,
             "scene_file": str(session.run_dir / SCENE_FILE),
             "scenes": len(units),
             "repairs": len(manifest.data.get("repairs", [])),
@@ -163,9 +169,9 @@ class _FilmScenes:
     """
 
     def __init__(self, session: FilmSession, request: FilmRequest, progress: _Progress,
-                 header: str, units: list[SceneUnit]) -> None:
+                 header: str, units: list[SceneUnit], narration: list[list[str]]) -> None:
         self.session, self.request, self.progress = session, request, progress
-        self.header, self.units = header, units
+        self.header, self.units, self.narration = header, units, narration
         self.lock = session.manifest.lock  # one lock for the manifest and the scene records
         self.dir = session.run_dir / "scenes"
         self.records: dict[int, dict] = {}
@@ -244,6 +250,20 @@ class _FilmScenes:
         say(f"[film] stitch           -> {target} ({stitched['duration']:.1f} s, "
             f"{len(videos)} scenes)")
         self._step()
+        scenes = [{"label": u.label, "video": self.records[u.index]["video"],
+                   "duration": self.records[u.index]["duration"]} for u in self.units]
+        media = steps.finish_media.with_options(task_run_name="subtitles-and-voice")(
+            str(target), scenes, self.narration, self.request.voice,
+            self.request.burn_subtitles)
+        self.session.manifest.update(
+            subtitles=media["subtitles"], voice=media["voice"], poster=media["poster"],
+            film={**self.session.manifest.data["film"], "duration": media["duration"],
+                  "scene_spans": media["scene_spans"]})
+        voiced = (f", voice {media['voice']['engine']}" if media["voice"] else "")
+        say(f"[film] subtitles        -> {media['subtitles']['srt']} "
+            f"({media['subtitles']['cues']} cues{voiced}"
+            f"{', burnt in' if self.request.burn_subtitles else ''})")
+        self._step()
         return str(target)
 
     def _verify_only(self) -> None:
@@ -270,6 +290,7 @@ class _FilmScenes:
 
     def _scene(self, unit: SceneUnit) -> None:
         request, code, attempt = self.request, unit.code, 0
+        layout_repaired = False
         version = "codegen"
         while True:
             suffix = "" if attempt == 0 else f" (after repair-{attempt})"
@@ -309,6 +330,18 @@ class _FilmScenes:
                     f"{'cached ' if rendered['cache'] == 'hit' else ''}"
                     f"{rendered['video_path'] if rendered['ok'] else rendered['message']}")
                 self._step()
+                findings = rendered.get("layout_findings")
+                if rendered["ok"] and findings is not None:
+                    self._record(unit, layout=findings)
+                    if findings:
+                        say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
+                            f"{findings[0]['kind']} {findings[0]['what']}")
+                if (rendered["ok"] and findings and request.layout_repair and not layout_repaired
+                        and attempt < request.max_repairs and request.backend != "offline"):
+                    # one scoped repair with the layout findings as the error
+                    layout_repaired = True
+                    rendered = {**rendered, "ok": False, "kind": "layout",
+                                "log_tail": format_findings([Finding(**f) for f in findings])}
                 if rendered["ok"]:
                     video = self.dir / f"{unit.label}.mp4"
                     shutil.copyfile(rendered["video_path"], video)
@@ -415,11 +448,28 @@ def _publish_summary(session: FilmSession) -> None:
         f"**No video.** {data.get('failed', {}).get('error', '')}",
         f"**Run dir:** `{session.run_dir}`",
     ]
+    video_url = preview_url_for(Path(data["video_path"])) if data.get("video_path") else None
+    poster_url = preview_url_for(Path(data["poster"])) if data.get("poster") else None
+    subtitles = data.get("subtitles") or {}
+    if subtitles:
+        voice = data.get("voice") or {}
+        lines.insert(-2, f"**Subtitles:** {subtitles.get('cues')} cues "
+                         f"({'burnt in' if subtitles.get('burnt') else 'soft track'}); "
+                         f"**voice:** {voice.get('engine') or 'none'}")
+    layout = [f"{s.get('label')}: {f.get('kind')} {f.get('what')}"
+              for s in data.get("scenes", []) for f in (s.get("layout") or [])]
+    if layout:
+        lines.insert(-2, "**Layout check:** " + "; ".join(layout[:12]))
+    if video_url:
+        lines[1:1] = [f"[![poster]({poster_url})]({video_url})" if poster_url else
+                      f"[Watch the film]({video_url})", ""]
     try:
         create_markdown_artifact(markdown="\n".join(lines), description="Film summary")
         if data.get("video_path"):
-            create_link_artifact(link=Path(data["video_path"]).as_uri(),
+            create_link_artifact(link=video_url or Path(data["video_path"]).as_uri(),
                                  link_text=Path(data["video_path"]).name,
-                                 description="The rendered film")
+                                 description="The rendered film" + (
+                                     "" if video_url else " (a file on the machine that made "
+                                     "it; `mythloop serve` serves it over HTTP)"))
     except Exception as exc:  # an artifact is a courtesy; never lose the film over it
         say(f"[film] could not publish the summary artifact: {exc}")

@@ -61,12 +61,13 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     if hit is not None:
         return {"ok": True, "kind": "ok", "video_path": str(hit), "cache": "hit",
                 "seconds": 0.0, "message": "cached", "returncode": 0, "log_tail": "",
-                "isolation": []}
+                "isolation": [], "layout_findings": cache.get_layout(cache_key)}
+    # the layout probe runs inside the same sandboxed render (findings cached with the video)
     result = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
-                          out_dir=out_dir).model_dump()
+                          out_dir=out_dir, layout=True).model_dump()
     result["cache"] = "miss"
     if result["ok"] and result["video_path"]:
-        cache.put(cache_key, Path(result["video_path"]))
+        cache.put(cache_key, Path(result["video_path"]), layout=result["layout_findings"])
     return result
 
 
@@ -84,3 +85,18 @@ def stitch(videos: list[str], target: str) -> dict:
 
     concat_videos(videos, target)
     return {"video_path": target, "duration": round(probe_duration(target), 3)}
+
+
+@mythloop_task(name="subtitles-and-voice", retries=0)
+def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
+                 voice: str | None, burn: bool) -> dict:
+    """film.srt/film.vtt from the scene durations, the voice-over (when asked) and the mux;
+    then a poster frame from the middle of the film."""
+    from pathlib import Path
+
+    from mythloop.mythos.avmux import poster_frame
+    from mythloop.mythos.filmmedia import finish_film
+
+    done = finish_film(Path(film), scenes, narration, voice=voice, burn=burn)
+    done["poster"] = str(poster_frame(Path(film), Path(film).with_name("poster.png")))
+    return done

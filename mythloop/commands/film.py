@@ -32,6 +32,15 @@ def film(
     render_workers: int | None = typer.Option(
         None, "--render-workers", min=1, max=64,
         help="Scenes rendered at once (default: the CPU count)."),
+    voice: str | None = typer.Option(
+        None, "--voice", help="Voice-over of the narration: espeak (offline, espeak-ng). "
+        "Default: silent."),
+    burn_subtitles: bool = typer.Option(
+        False, "--burn-subtitles", help="Burn subtitles into the picture (default: a soft "
+        "subtitle track; film.srt/film.vtt are written either way)."),
+    layout_repair: bool = typer.Option(
+        False, "--layout-repair", help="Spend one scoped repair on a scene whose text the "
+        "layout check finds off-frame, overlapping or too small."),
     fresh: bool = typer.Option(False, "--fresh", help="Call the model again even for stages "
                                                       "with cached results."),
     runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
@@ -51,11 +60,21 @@ def film(
         request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,
                               model=model, fallbacks=fallback, max_repairs=max_repairs,
                               stage_timeout=timeout, render_timeout=render_timeout,
-                              fresh=fresh, runs_dir=runs_dir, render_workers=render_workers)
+                              fresh=fresh, runs_dir=runs_dir, render_workers=render_workers,
+                              voice=voice, burn_subtitles=burn_subtitles,
+                              layout_repair=layout_repair)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         typer.echo(f"error: {problems}", err=True)
         raise typer.Exit(2) from None
+    if request.voice and request.render:
+        from mythloop.mythos.tts import TTSError, get_engine
+
+        try:  # before any server starts: a missing engine costs one line
+            get_engine(request.voice)
+        except TTSError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
     typer.echo(f"backend: {backend_label(request)}")
     with flow_runtime(verbose=verbose):
         from flows.film import film as film_flow
@@ -70,6 +89,8 @@ def film(
     typer.echo(f"run dir: {result['run_dir']}")
     if result["video_path"]:
         typer.echo(f"video:   {result['video_path']}")
+        if result.get("video_url"):
+            typer.echo(f"watch:   {result['video_url']}")
     else:
         typer.echo("video:   (not rendered; pass --render)")
     typer.echo(f"backend: {backend_label(request)}")

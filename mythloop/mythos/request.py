@@ -43,6 +43,15 @@ class FilmRequest(BaseModel):
         None, gt=0, description="Seconds per render (default: M2M_RENDER_TIMEOUT, 1800).")
     render_workers: int | None = Field(
         None, ge=1, le=64, description="How many scenes render at once (default: the CPU count).")
+    voice: Literal["espeak"] | None = Field(
+        None, description="Speak the narration over the film: espeak = espeak-ng, offline "
+        "(blank = a silent film). A scene is held on its last frame while its narration runs.")
+    burn_subtitles: bool = Field(
+        False, description="Burn the subtitles into the picture (default: a soft subtitle "
+                           "track; film.srt and film.vtt are written either way).")
+    layout_repair: bool = Field(
+        False, description="When the layout check finds text off-frame, overlapping or too "
+        "small in a scene, spend one scoped repair on that scene with the findings.")
     fresh: bool = Field(False, description="Ignore cached stage results and scene videos; call "
                                            "the model and render again.")
     runs_dir: Path | None = Field(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mythloop.fileio import write_json_atomic
 from mythloop.mythos.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_file_text", "join_film",
@@ -167,8 +169,17 @@ class SceneCache:
         path = self.path(key)
         return path if path.is_file() and path.stat().st_size > 0 else None
 
-    def put(self, key: str, video: Path | str) -> Path:
+    def get_layout(self, key: str) -> list[dict] | None:
+        """The layout findings recorded with a cached video (None: none were recorded)."""
+        try:
+            return json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, video: Path | str, *, layout: list[dict] | None = None) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
+        if layout is not None:  # before the video: a hit never lacks the findings it had
+            write_json_atomic(self.root / f"{key}.layout.json", layout)
         target = self.path(key)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".mp4", dir=self.root)
         os.close(fd)

@@ -1,0 +1,99 @@
+"""After the scenes are stitched: subtitles, an offline voice-over, a poster frame.
+
+    narration_for_scenes(curriculum, n)  the plan's narration, one list of lines per scene
+    finish_film(...)                     film.srt + film.vtt timed from the scene videos,
+                                         optional voice (a clip per scene, a scene held on
+                                         its last frame while its narration runs on), muxed
+                                         into film.mp4 (soft or burnt subtitles)
+    poster_frame                         a PNG from the middle of the film
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from mythloop.mythos.avmux import duration_of, hold_last_frame, mux_film, speech_track
+from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
+
+__all__ = ["narration_for_scenes", "finish_film"]
+
+_SPEECH_TAIL_S = 0.3  # a breath after a scene's narration before the next scene starts
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(" ".join(str(text or "").split())) if s.strip()]
+
+
+def narration_for_scenes(curriculum: dict, count: int) -> list[list[str]]:
+    """The curriculum's act narratives as narration, one list of sentences per scene.
+
+    With one scene per act, each scene speaks its act; otherwise the sentences of all acts,
+    in order, are shared out over the scenes as evenly as they go.
+    """
+    if count <= 0:
+        return []
+    acts = sorted((a for a in (curriculum or {}).get("acts", []) if isinstance(a, dict)),
+                  key=lambda a: a.get("act_number", 0))
+    per_act = [_sentences(a.get("narrative", "")) for a in acts]
+    if len(per_act) == count:
+        return per_act
+    flat = [s for act in per_act for s in act]
+    return [flat[len(flat) * k // count: len(flat) * (k + 1) // count] for k in range(count)]
+
+
+def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence[str]], *,
+                voice: str | None = None, burn: bool = False) -> dict:
+    """Subtitles (and with `voice` a spoken track) for the stitched FILM, muxed into it.
+
+    `scenes` are the film's scenes in order, each with `label`, `video` and `duration`.
+    Returns what the manifest records: the subtitle files, cues, voice clips and timings.
+    """
+    from mythloop.mythos.scenes import concat_videos
+
+    film = Path(film)
+    work = film.parent / "voice"
+    clips: list[Path | None] = [None] * len(scenes)
+    speech: list[float] = [0.0] * len(scenes)
+    engine_name = None
+    if voice:
+        from mythloop.mythos.tts import get_engine
+
+        engine = get_engine(voice)
+        engine_name = engine.name
+        for i, (scene, lines) in enumerate(zip(scenes, narration, strict=True)):
+            text = " ".join(lines)
+            if text:
+                clip = work / f"{scene['label']}.wav"
+                speech[i] = engine.synthesize(text, clip)
+                clips[i] = clip
+    videos, held = [], []
+    for i, scene in enumerate(scenes):
+        video, duration = Path(scene["video"]), float(scene["duration"])
+        extra = speech[i] + _SPEECH_TAIL_S - duration if clips[i] else 0.0
+        if extra > 0.05:  # the narration runs longer than the animation: hold the last frame
+            video = hold_last_frame(video, extra, work / f"{scene['label']}.held.mp4")
+            held.append({"scene": scene["label"], "held_s": round(extra, 3)})
+        videos.append(video)
+    base = film
+    if held:
+        base = concat_videos(videos, work / "picture.mp4")
+    spans = [duration_of(v, "video") or float(s["duration"]) for v, s in
+             zip(videos, scenes, strict=True)]
+    cues = cues_for_scenes([SceneNarration(span, list(lines))
+                            for span, lines in zip(spans, narration, strict=True)])
+    srt, vtt = write_subtitles(cues, film.with_suffix(""))
+    audio = speech_track(list(zip(clips, spans, strict=True)), work / "voice.wav") \
+        if voice else None
+    mux_film(base, film, audio=audio, subtitles=srt, burn=burn)
+    return {
+        "subtitles": {"srt": str(srt), "vtt": str(vtt), "cues": len(cues),
+                      "burnt": burn, "soft_track": not burn},
+        "voice": ({"engine": engine_name, "clips": [str(c) if c else None for c in clips],
+                   "speech_s": [round(s, 3) for s in speech], "held": held,
+                   "track": str(audio)} if voice else None),
+        "scene_spans": [round(s, 3) for s in spans],
+        "duration": round(duration_of(film, "video"), 3),
+    }
