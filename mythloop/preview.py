@@ -86,9 +86,18 @@ def preview_url_for(path: Path) -> str | None:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "mythloop-preview"
     roots: dict[str, Path] = {}
+    access_log: Path | None = None
+    log_lock = threading.Lock()
 
     def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
-        pass  # quiet: one line per request would drown the serve command's output
+        pass  # not on the terminal: one line per request would drown serve's output
+
+    def log_request(self, code="-", size="-"):
+        if self.access_log is None:
+            return
+        line = f"{self.command} {urllib.parse.urlsplit(self.path).path} {int(code)}\n"
+        with self.log_lock, open(self.access_log, "a", encoding="utf-8") as handle:
+            handle.write(line)
 
     def _resolve(self) -> Path | None:
         raw = urllib.parse.urlsplit(self.path).path
@@ -169,11 +178,12 @@ class PreviewServer:
     """A ThreadingHTTPServer on a background thread; `with PreviewServer(...) as s: s.url`."""
 
     def __init__(self, roots: dict[str, Path] | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, access_log: Path | None = None) -> None:
         self.roots = {k: Path(v).resolve() for k, v in (roots or default_roots()).items()}
         for root in self.roots.values():
             root.mkdir(parents=True, exist_ok=True)
-        handler = type("PreviewHandler", (_Handler,), {"roots": self.roots})
+        handler = type("PreviewHandler", (_Handler,), {"roots": self.roots,
+                                                       "access_log": access_log})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.slow
 FILM_STEPS = ["intent", "cartographer", "curriculum", "math-director", "cinematographer",
               "scene-composer", "codegen", "verify-scene-01", "verify-scene-02",
               "verify-scene-03", "render-scene-01", "render-scene-02", "render-scene-03",
-              "stitch"]  # the offline film is three scenes, each verified and rendered alone
+              "stitch", "subtitles-and-voice"]
+# the offline film is three scenes, each verified and rendered alone, then stitched and
+# given its subtitles
 LLM_LIMIT = 3  # not the default (4): proves serve reads MYTHLOOP_LLM_CONCURRENCY
 STARTUP_S = 300.0
 
@@ -38,6 +41,7 @@ class Stack:
     server_pid: int
     logs: Path
     film_run_id: str | None = None
+    film_summary_id: str | None = None
 
 
 def _wait_for(what: str, check, timeout: float, procs: list[subprocess.Popen], logs: Path):
@@ -182,6 +186,17 @@ def test_film_started_like_the_run_form_completes_every_step(stack):
                      {"artifacts": {"flow_run_id": {"any_": [run["id"]]}}})
     summary = [a for a in artifacts if a["type"] == "markdown"]
     assert summary and str(video) in summary[0]["data"]
+    stack.film_summary_id = summary[0]["id"]
+    # serve publishes the run dirs over HTTP: the film's link is an address that plays
+    import httpx
+
+    (link,) = [a for a in artifacts if a["type"] == "link"]
+    url = re.search(r"\]\((\S+)\)$", link["data"]).group(1)  # "[film.mp4](http://...)"
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/film.mp4"), link["data"]
+    answer = httpx.get(url, timeout=30)
+    assert answer.status_code == 200 and answer.headers["content-type"] == "video/mp4"
+    assert answer.content == video.read_bytes()
+    assert "poster.png" in summary[0]["data"]
 
 
 def test_the_ui_shows_the_film_steps(stack, repo_root):
@@ -203,6 +218,26 @@ def test_the_ui_shows_the_film_steps(stack, repo_root):
     assert f"{len(FILM_STEPS)} Completed" in text  # the task-runs tab's state summary
     assert "film-the-heat-equation" in text
     assert shot.stat().st_size > 20_000  # the screenshot of that same render
+
+
+def test_the_film_summary_page_shows_the_poster(stack, repo_root):
+    chromium = find_chromium()
+    if chromium is None:
+        message = "Debian's chromium is not installed (make setup installs it)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    assert stack.film_summary_id, "needs the film run of an earlier test"
+    page = f"{stack.api_url.rsplit('/api', 1)[0]}/v2/artifacts/artifact/{stack.film_summary_id}"
+    access = stack.state / "preview-access.log"
+    shot = repo_root / "tests" / "artifacts" / "film-summary.png"
+    dom = ""
+    for budget in (15_000, 30_000, 60_000):
+        dom = chromium_render(chromium, page, screenshot=shot, budget_ms=budget)
+        if "poster.png" in dom:
+            break
+    assert re.search(r'<img[^>]+src="http://127\.0\.0\.1:\d+/runs/[^"]+/poster\.png"', dom), \
+        visible_text(dom)[:1500]
+    # the browser fetched the poster from serve's preview server, and got it
+    assert re.search(r"^GET /runs/\S+/poster\.png 200$", access.read_text(), re.M)
 
 
 def test_the_film_form_renders_its_fields(stack):

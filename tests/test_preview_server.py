@@ -28,8 +28,10 @@ def no_proxy(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_serves_video_with_type_and_ranges(folders):
-    with PreviewServer({"runs": folders["runs"], "results": folders["results"]}) as server:
+def test_serves_video_with_type_and_ranges(folders, tmp_path):
+    log = tmp_path / "access.log"
+    with PreviewServer({"runs": folders["runs"], "results": folders["results"]},
+                       access_log=log) as server:
         url = f"{server.url}/runs/mythos/film%20one/film.mp4"
         whole = httpx.get(url)
         assert whole.status_code == 200 and whole.headers["content-type"] == "video/mp4"
@@ -43,6 +45,10 @@ def test_serves_video_with_type_and_ranges(folders):
         assert httpx.head(url).headers["content-length"] == str(256 * 40)
         png = httpx.get(f"{server.url}/runs/mythos/film%20one/poster.png")
         assert png.headers["content-type"] == "image/png"
+        httpx.get(f"{server.url}/runs/nothing.png")
+    lines = log.read_text().splitlines()
+    assert "GET /runs/mythos/film%20one/poster.png 200" in lines
+    assert "GET /runs/nothing.png 404" in lines and len(lines) == 7
 
 
 def test_refuses_writes_listings_and_escapes(folders):

@@ -339,7 +339,10 @@ def _start_preview(api_url: str, port: int | None):
         typer.echo(f"error: preview port {port} is in use; choose another --preview-port",
                    err=True)
         raise typer.Exit(2)
-    preview = PreviewServer(host=host, port=port).start(record=True)
+    from mythloop.settings import get_settings
+
+    log = get_settings().state_root / "preview-access.log"  # method, path, status per request
+    preview = PreviewServer(host=host, port=port, access_log=log).start(record=True)
     typer.echo(f"film runs and sweep results, read-only: {preview.url}/runs/ and "
                f"{preview.url}/results/ (films link their video there)")
     return preview
