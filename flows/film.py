@@ -28,6 +28,7 @@ from prefect.utilities.annotations import quote
 
 from flows.common import say
 from mythloop.fileio import write_text_atomic
+from mythloop.mythos.avmux import duration_of
 from mythloop.mythos.filmmedia import narration_for_scenes
 from mythloop.mythos.layout import Finding, format_findings
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
@@ -36,7 +37,6 @@ from mythloop.mythos.rundir import slugify, utc_now
 from mythloop.mythos.scenes import (
     SceneUnit,
     join_film,
-    probe_duration,
     scene_cache_key,
     scene_file_text,
 )
@@ -346,7 +346,7 @@ class _FilmScenes:
                     video = self.dir / f"{unit.label}.mp4"
                     shutil.copyfile(rendered["video_path"], video)
                     self._record(unit, ok=True, video=str(video),
-                                 duration=round(probe_duration(video), 3))
+                                 duration=round(duration_of(video), 3))
                     return
                 if rendered["kind"] in NO_REPAIR_KINDS:
                     with self.lock:

@@ -81,10 +81,11 @@ def repair(session: FilmSession, index: int, name: str, attempt: int, header: st
 @mythloop_task(name="stitch", retries=0)
 def stitch(videos: list[str], target: str) -> dict:
     """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
-    from mythloop.mythos.scenes import concat_videos, probe_duration
+    from mythloop.mythos.avmux import duration_of
+    from mythloop.mythos.scenes import concat_videos
 
     concat_videos(videos, target)
-    return {"video_path": target, "duration": round(probe_duration(target), 3)}
+    return {"video_path": target, "duration": round(duration_of(target), 3)}
 
 
 @mythloop_task(name="subtitles-and-voice", retries=0)

@@ -176,7 +176,7 @@ def test_replayed_heat_equation_film_repairs_once_and_plays_30s(tmp_path):
     from typer.testing import CliRunner
 
     from mythloop.cli import app
-    from mythloop.mythos.scenes import probe_duration
+    from mythloop.mythos.avmux import duration_of
 
     runs = tmp_path / "runs"
     result = CliRunner().invoke(app, ["film", "the heat equation", "--backend", "replay",
@@ -206,4 +206,4 @@ def test_replayed_heat_equation_film_repairs_once_and_plays_30s(tmp_path):
     # every stage says it answered from a recording, not a live model
     assert all(stage["model"].startswith("replay:") for stage in manifest["stages"]
                if stage["stage"] in STAGE_NAMES)
-    assert probe_duration(video) == pytest.approx(duration, abs=0.01)
+    assert duration_of(video) == pytest.approx(duration, abs=0.01)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from mythloop.llm.replay import write_cassette
+from mythloop.mythos.avmux import duration_of
 from mythloop.mythos.offline import offline_response
 from mythloop.mythos.prompts import stage_prompt
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.scenes import (
     concat_videos,
     join_film,
-    probe_duration,
     scene_cache_key,
     scene_file_text,
     scene_from_reply,
@@ -177,8 +177,8 @@ def test_concat_durations_add_up(tmp_path):
                         "yuv420p", "-c:v", "libx264", str(clip)], check=True)
         clips.append(clip)
     film = concat_videos(clips, tmp_path / "film.mp4")
-    total = sum(probe_duration(c) for c in clips)
-    assert abs(probe_duration(film) - total) <= 0.5
+    total = sum(duration_of(c) for c in clips)
+    assert abs(duration_of(film) - total) <= 0.5
     assert abs(total - 4.5) <= 0.5
     assert not list(tmp_path.glob(".film*"))  # no partial file or list left behind
 
@@ -225,8 +225,8 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
     # the stitched film: in the run dir, as long as its scenes
     film = Path(result["video_path"])
     assert film == run_dir / "film.mp4" and film.is_file()
-    assert abs(probe_duration(film) - sum(s["duration"] for s in scenes)) <= 0.5
-    assert manifest["film"]["duration"] == pytest.approx(probe_duration(film), abs=0.01)
+    assert abs(duration_of(film) - sum(s["duration"] for s in scenes)) <= 0.5
+    assert manifest["film"]["duration"] == pytest.approx(duration_of(film), abs=0.01)
     # the Prefect UI shows one render task run per scene (and the re-render of scene 2)
     expected = {"render-scene-01", "render-scene-02", "render-scene-02 (after repair-1)",
                 "render-scene-03", "repair-scene-02-1", "stitch"}
@@ -324,4 +324,4 @@ def test_euler_cassette_scene_error_is_real_and_its_scoped_repair_renders(tmp_pa
     # get_part_by_tex found no part, so SurroundingRectangle got None instead of a mobject
     assert "Expected all inputs for parameter mobjects" in outcomes["broken"].log_tail
     assert outcomes["fixed"].ok, outcomes["fixed"].message
-    assert probe_duration(outcomes["fixed"].video_path) > 5.0
+    assert duration_of(outcomes["fixed"].video_path) > 5.0

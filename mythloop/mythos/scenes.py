@@ -27,7 +27,7 @@ from mythloop.mythos.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_file_text", "join_film",
            "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
-           "probe_duration", "concat_videos", "FilmSplitError"]
+           "concat_videos", "FilmSplitError"]
 
 
 class FilmSplitError(ValueError):
@@ -190,16 +190,6 @@ class SceneCache:
             Path(tmp).unlink(missing_ok=True)
             raise
         return target
-
-
-def probe_duration(video: Path | str) -> float:
-    """Container duration in seconds (ffprobe)."""
-    out = subprocess.run(
-        ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
-         str(video)], capture_output=True, text=True, timeout=60)
-    if out.returncode != 0 or not out.stdout.strip():
-        raise RuntimeError(f"ffprobe could not read {video}: {out.stderr.strip()[-300:]}")
-    return float(out.stdout.strip())
 
 
 def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
