@@ -1,11 +1,19 @@
 """The feedback-loop sweep on Prefect: conditions x replicates x rounds of measure -> learn.
 
     sweep(config)                       flow "sweep"
-      condition_run(c0, rep 1) ...      subflow per condition x replicate ("c3-rep2")
+      condition_run(c0, rep 1) ...      subflow per condition x replicate ("c3-rep2"), one
+                                        after another or `parallel_shards` side by side
         measure_round                   task per round -> <cond>-rep<k>/round_<r>.jsonl
-        learning_turn x prompts         task per learned prompt (retries; tag `llm` when
-                                        the judge is a real model)
+        learning_turn x prompts         real model: a task per learned prompt (retries,
+                                        timeout, tag `llm`), `concurrency` at once; the
+                                        answers are applied to the store in prompt order
+        learn                           simulated / oracle judge: one task per round that
+                                        runs the round's turns in the library
       analyze                           task: metrics.json, report.md, plots, artifacts
+
+Within a round the catalogs are frozen at measurement, so its turns are independent; only
+the store writes are ordered (prompt order), which keeps a seed's metrics the same at any
+concurrency.
 
 With config.shard_deployment set, each condition x replicate is instead a flow run of that
 deployment, taken by a work pool's workers (docs/scaling.md); the sweep waits for all of them,
@@ -36,7 +44,7 @@ from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
 from tasks.analysis import analyze_results, artifact_key
 from tasks.hooks import record_sweep_failure
-from tasks.sweep import learning_turn, measure_round
+from tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 
@@ -89,20 +97,14 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                 continue
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)
-            for prompt in run.learning_order:
-                catalog = measured["catalogs"][prompt.id]
-                state = turn(quote(run), prompt, round_idx, catalog, contract, return_state=True)
-                if state.is_completed():
-                    row = state.result()
-                else:
-                    failed_turns += 1
-                    error = _state_error(state)
-                    row = run.failed_turn_row(prompt, round_idx, catalog, error,
-                                              timed_out=_is_timeout(error),
-                                              attempts=_attempts(error, turn))
-                    say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
-                         f"({row['error'][:160]}); the round goes on")
-                run.append_turn(row)
+            if config.per_turn_tasks:
+                failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured["catalogs"],
+                                                    contract, config.resolved_concurrency())
+            else:  # in-process judge: the whole learn step is one task run in the library
+                rows = learn_round(quote(run), round_idx, measured["catalogs"], contract)
+                for row in rows:
+                    run.append_turn(row)
+                failed_turns += sum(row["status"] != "ok" for row in rows)
             run.mark_round_complete(round_idx)
             hit3 = measured.get("in_distribution_hit_at_3")
             say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
@@ -115,6 +117,44 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
         run.close()
     return {"condition": cond, "replicate": replicate, "dir": str(run.dir),
             "completed_rounds": run.completed_rounds(), "failed_turns": failed_turns}
+
+
+def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
+                        contract: str, concurrency: int) -> int:
+    """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
+    wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
+    are applied to the store and logged in prompt order. Returns how many turns failed."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    order = run.learning_order
+    failed = 0
+    # Its own pool, whatever runner the flow was started with (in-process or a deployment).
+    with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
+        futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
+                                        "round_idx": round_idx, "catalog": catalogs[prompt.id],
+                                        "contract": contract})
+                   for prompt in order]  # started in prompt order
+        for prompt, future in zip(order, futures, strict=True):
+            catalog = catalogs[prompt.id]
+            future.wait()
+            state = future.state
+            row = None
+            if state.is_completed():
+                try:
+                    row = run.record_turn(prompt, round_idx, catalog, state.result())
+                except Exception as exc:  # noqa: BLE001 (a failed turn: logged, round goes on)
+                    error, attempts = exc, 1
+            else:
+                error = _state_error(state)
+                attempts = _attempts(error, turn)
+            if row is None:
+                failed += 1
+                row = run.failed_turn_row(prompt, round_idx, catalog, error,
+                                          timed_out=_is_timeout(error), attempts=attempts)
+                say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
+                     f"({row['error'][:160]}); the round goes on")
+            run.append_turn(row)
+    return failed
 
 
 def _state_error(state) -> BaseException | str:
@@ -190,13 +230,26 @@ def sweep(config: SweepConfig = SweepConfig()) -> dict:  # noqa: B008 (pydantic 
         description=f"Sweep progress ({results_dir.name})")
     if config.shard_deployment:  # each shard a flow run of that deployment, on the pool's workers
         return finish_sweep(config, results_dir, _fan_out(config, results_dir, progress_id))
-    shards = []
-    base = 0
-    for replicate in range(1, config.replicates + 1):
-        for cond in config.conditions:
-            shards.append(condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
-                config, cond, replicate, str(results_dir), str(progress_id), base, total))
-            base += config.rounds
+    jobs = [(cond, replicate, i * config.rounds) for i, (replicate, cond) in enumerate(
+        (r, c) for r in range(1, config.replicates + 1) for c in config.conditions)]
+
+    def shard(cond: str, replicate: int, base: int) -> dict:
+        return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
+            config, cond, replicate, str(results_dir), str(progress_id), base, total)
+
+    if config.parallel_shards <= 1 or len(jobs) == 1:
+        return finish_sweep(config, results_dir, [shard(*job) for job in jobs])
+    # Side by side: each subflow in its own thread, with this flow run's context (so each is
+    # still a child run of this sweep), each in its own sandbox as when run one by one.
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    _catalog(config.resolved_pool())  # load the shared, read-only parts once, up front
+    _embedder(config.embedder)
+    with ThreadPoolExecutor(max_workers=config.parallel_shards,
+                            thread_name_prefix="sweep-shard") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, shard, *job) for job in jobs]
+        shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
 
 

@@ -15,9 +15,10 @@ from mythloop.data import data_path
 __all__ = ["SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts", "replicate_seed"]
 
 SIMULATED_JUDGES = {"simulated", "oracle"}
-# Where shards run, not what they compute: left out of the fingerprint, so a sweep started
-# in-process resumes fanned out and back.
-_PLACEMENT = {"shard_deployment", "shard_timeout"}
+# Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
+# started in-process resumes fanned out and back, and at any concurrency.
+_PLACEMENT = {"shard_deployment", "shard_timeout", "concurrency", "task_per_turn",
+              "parallel_shards"}
 
 
 class JudgeOptions(BaseModel):
@@ -68,6 +69,16 @@ class SweepConfig(BaseModel):
     shard_timeout: float | None = Field(None, gt=0)
     """Fan out: seconds the sweep waits for all its shards before it cancels them and fails
     (default: no limit)."""
+    concurrency: int | None = Field(None, ge=1, le=256)
+    """Learning turns of a round in flight at once, each its own task run (default:
+    settings.llm_concurrency, MYTHLOOP_LLM_CONCURRENCY). Tagged turns also wait for a slot of
+    the server's global `llm` limit when one exists."""
+    task_per_turn: bool = False
+    """One task run per learning turn for any judge. By default a simulated or oracle judge
+    learns a whole round in one `learn` task; a real model always gets one task per turn."""
+    parallel_shards: int = Field(1, ge=1, le=64)
+    """Condition x replicate runs (subflows) side by side in this process, each in its own
+    sandbox (in-process sweeps only; a fanned-out sweep leaves this to the work pool)."""
 
     @field_validator("conditions")
     @classmethod
@@ -79,6 +90,18 @@ class SweepConfig(BaseModel):
     @property
     def simulated(self) -> bool:
         return self.judge in SIMULATED_JUDGES
+
+    @property
+    def per_turn_tasks(self) -> bool:
+        """Whether each learning turn is its own task run (else one `learn` task per round)."""
+        return self.task_per_turn or not self.simulated
+
+    def resolved_concurrency(self) -> int:
+        if self.concurrency is not None:
+            return self.concurrency
+        from mythloop.settings import get_settings
+
+        return max(1, get_settings().llm_concurrency)
 
     def resolved_pool(self) -> Path:
         return (self.pool or data_path("fixtures", "pool")).expanduser().resolve()
