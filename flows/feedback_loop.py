@@ -83,11 +83,13 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                        else base_seed, embedder=_embedder(config.embedder))
     run.open()
     contract = _contract()
-    timeout = config.turn_timeout or get_settings().turn_timeout
     # Only a real model call takes a slot of the global `llm` limit: a simulated judge's turn
     # carries no tag (each tagged task run costs a concurrency-lease round trip to the API).
-    turn = learning_turn.with_options(timeout_seconds=timeout + 30,
-                                      tags=set() if config.simulated else {LLM_TAG})
+    # The turn's timeout is the backend's own deadline (run.turn_timeout: the CLI's process
+    # group is killed, the HTTP call cut), which raises a retriable BackendTimeout. No Prefect
+    # timeout on top: turns run in worker threads, where Prefect cannot interrupt a blocking
+    # call and warns about it on every task run.
+    turn = learning_turn.with_options(tags=set() if config.simulated else {LLM_TAG})
     done = set(run.completed_rounds())
     failed_turns = 0
     try:
