@@ -128,34 +128,59 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int, catalogs: dict[
     are applied to the store and logged in prompt order. Returns how many turns failed."""
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    from mythloop.llm.runner import cli_owner, kill_owned_clis
+
     order = run.learning_order
     failed = 0
+    owner = object()  # marks this round's CLI calls (the worker threads copy the context)
+    token = cli_owner.set(owner)
     # Its own pool, whatever runner the flow was started with (in-process or a deployment).
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
-        futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
-                                        "round_idx": round_idx, "catalog": catalogs[prompt.id],
-                                        "contract": contract})
-                   for prompt in order]  # started in prompt order
-        for prompt, future in zip(order, futures, strict=True):
-            catalog = catalogs[prompt.id]
-            future.wait()
-            state = future.state
-            row = None
-            if state.is_completed():
-                try:
-                    row = run.record_turn(prompt, round_idx, catalog, state.result())
-                except Exception as exc:  # noqa: BLE001 (a failed turn: logged, round goes on)
-                    error, attempts = exc, 1
-            else:
-                error = _state_error(state)
-                attempts = _attempts(error, turn)
-            if row is None:
-                failed += 1
-                row = run.failed_turn_row(prompt, round_idx, catalog, error,
-                                          timed_out=_is_timeout(error), attempts=attempts)
-                say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
-                     f"({row['error'][:160]}); the round goes on")
-            run.append_turn(row)
+        try:
+            futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
+                                            "round_idx": round_idx,
+                                            "catalog": catalogs[prompt.id],
+                                            "contract": contract})
+                       for prompt in order]  # started in prompt order
+        finally:
+            cli_owner.reset(token)
+        try:
+            failed = _apply_in_order(run, turn, round_idx, catalogs, order, futures)
+        except BaseException:
+            # Ctrl-C or a crash: start no queued turn and end the calls in flight now (their
+            # CLIs run in their own sessions, out of reach of the terminal's Ctrl-C), rather
+            # than wait for each to reach its deadline. The round is redone on resume.
+            for future in futures:
+                future.wrapped_future.cancel()
+            kill_owned_clis(owner)
+            raise
+    return failed
+
+
+def _apply_in_order(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
+                    order: list, futures: list) -> int:
+    """Wait for each turn in prompt order; apply its answer to the store and log its row."""
+    failed = 0
+    for prompt, future in zip(order, futures, strict=True):
+        catalog = catalogs[prompt.id]
+        future.wait()
+        state = future.state
+        row = None
+        if state.is_completed():
+            try:
+                row = run.record_turn(prompt, round_idx, catalog, state.result())
+            except Exception as exc:  # noqa: BLE001 (a failed turn: logged, round goes on)
+                error, attempts = exc, 1
+        else:
+            error = _state_error(state)
+            attempts = _attempts(error, turn)
+        if row is None:
+            failed += 1
+            row = run.failed_turn_row(prompt, round_idx, catalog, error,
+                                      timed_out=_is_timeout(error), attempts=attempts)
+            say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
+                 f"({row['error'][:160]}); the round goes on")
+        run.append_turn(row)
     return failed
 
 

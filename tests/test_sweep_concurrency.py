@@ -201,3 +201,38 @@ def test_a_sweep_killed_with_eight_turns_in_flight_resumes_to_the_same_metrics(
     _sweep(SweepConfig(conditions=["c3"], rounds=2, judge="gemini", concurrency=8,
                        results_dir=whole))
     _same_results(killed, whole, ("c3-rep1",))
+
+
+def test_the_cli_calls_of_a_round_can_be_ended_at_once_on_the_way_out():
+    """Ctrl-C or a crash while turns are in flight: their CLIs (own sessions, out of reach of
+    the terminal's Ctrl-C) are ended at once, not waited for until their deadline."""
+    import contextvars
+    import threading
+
+    from mythloop.llm.runner import cli_owner, kill_owned_clis, run_cli
+
+    owner, other = object(), object()
+    results: dict[str, object] = {}
+
+    def call(name: str, who: object) -> None:
+        cli_owner.set(who)
+        results[name] = run_cli(["sleep", "30"], timeout=60)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(call, name, who))
+               for name, who in (("a", owner), ("b", owner), ("c", other))]
+    for thread in threads:
+        thread.start()
+    from mythloop.llm import runner
+
+    deadline = time.monotonic() + 30
+    while len(runner._LIVE) < 3 and time.monotonic() < deadline:  # all three started
+        time.sleep(0.05)
+    assert kill_owned_clis(owner) == 2
+    for thread in threads[:2]:
+        thread.join(timeout=20)
+        assert not thread.is_alive()
+    assert all(results[name].rc == -signal.SIGKILL for name in ("a", "b"))
+    assert threads[2].is_alive()  # another owner's call is left alone
+    assert kill_owned_clis(other) == 1
+    threads[2].join(timeout=20)
+    assert kill_owned_clis(owner) == 0
