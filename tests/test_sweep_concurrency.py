@@ -129,6 +129,36 @@ def test_eight_concurrent_turns_with_injected_retries_lose_and_double_nothing(
     _same_results(tmp_path / "clean", tmp_path / "retried", ("c3-rep1",))
 
 
+def test_concurrent_turns_wait_for_the_servers_llm_limit(tmp_path, judge_cli, monkeypatch):
+    """--concurrency 8 against a server whose `llm` limit is 2: never more than 2 model calls
+    at once; the other turns wait for a slot and the round completes."""
+    from prefect.client.orchestration import get_client
+
+    from mythloop.llm import LLM_TAG
+
+    times = tmp_path / "calls.txt"
+    monkeypatch.setenv("FAKE_CALL_TIMES", str(times))
+    monkeypatch.setenv("FAKE_DELAY", "0.5")
+    with get_client(sync_client=True) as client:
+        client.create_concurrency_limit(tag=LLM_TAG, concurrency_limit=2)
+        try:
+            result = _sweep(SweepConfig(conditions=["c3"], rounds=1, judge="gemini",
+                                        judge_options=GEMINI, concurrency=8,
+                                        results_dir=tmp_path / "limited"))
+        finally:
+            client.delete_concurrency_limit_by_tag(LLM_TAG)
+    assert result["failed_turns"] == 0
+    calls = [tuple(map(float, line.split())) for line in times.read_text().splitlines()]
+    assert len(calls) == 13
+    events = sorted([(start, 1) for start, _ in calls] + [(end, -1) for _, end in calls],
+                    key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert peak <= 2
+
+
 def test_a_retried_batched_learn_step_counts_each_verdict_once(tmp_path):
     """The learn task fails after it has written the round's verdicts; Prefect runs it again
     and the repeated writes are no-ops."""

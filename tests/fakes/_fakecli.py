@@ -14,6 +14,7 @@ Environment knobs:
   FAKE_FLAKY_DIR   the first call for each distinct prompt fails with a rate limit (429, a
                    retriable error); later calls answer (gemini only; marker files go here)
   FAKE_JUDGE_NOISE (judge mode, gemini only) the simulated judge's noise (default 0.2)
+  FAKE_CALL_TIMES  (gemini only) append "<start> <end>" (time.time()) of each call here
 
 FAKE_MODE=judge (gemini only): answer a sweep's learning prompt with the simulated judge's
 reply (verdict tags over the bundled pool and prompts; needs mythloop importable): a
@@ -82,6 +83,17 @@ def delay() -> None:
         time.sleep(random.uniform(lo, hi))
     else:
         time.sleep(float(spec))
+
+
+STARTED = time.time()
+
+
+def log_call_time() -> None:
+    """FAKE_CALL_TIMES: append this call's start and end (one short O_APPEND write)."""
+    path = os.environ.get("FAKE_CALL_TIMES")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{STARTED:.6f} {time.time():.6f}\n")
 
 
 def first_call_fails(prompt: str) -> bool:
