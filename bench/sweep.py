@@ -388,7 +388,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
     result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
     result["targets"] = {
         f"wall incl. start-up <= {TARGET_WALL_S:.0f} s": wall <= TARGET_WALL_S,
-        f"flow/plain <= {TARGET_RATIO}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
+        f"flow/plain <= {TARGET_RATIO:g}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
         f"peak RSS <= {TARGET_PEAK_MB / 1024:.1f} GB": peak <= TARGET_PEAK_MB,
     }
     if latency:
