@@ -382,6 +382,12 @@ each command a fresh process with its own temporary Prefect server, one state fo
 The learning turns alone (measured round to last answer, from the sandbox files) took 18.0 s
 at 8 and 106.2 s at 1 in the cold pair (5.9x); both levels ended with the same metrics. Other
 helpers' tests shared the 2 cores throughout.
+
+The sweep part varies from run to run here: an earlier `bench/run_all.py --only sweep` the same
+morning (load 11-17) measured flow / plain 1.24x (0.97 - 3.08) and turns 5.18x faster at
+--concurrency 8 (81.5 s vs 15.7 s); the run shown above (load 2-3) 2.41x and 4.83x. With 13
+turns per round and 8 slots, a round is 2 waves, each paying the 8 task runs' start and state
+round trips to the local server and the fake CLIs' start-up on the same 2 cores.
 """
 
 
