@@ -266,3 +266,13 @@ def test_the_cli_calls_of_a_round_can_be_ended_at_once_on_the_way_out():
     assert kill_owned_clis(other) == 1
     threads[2].join(timeout=20)
     assert kill_owned_clis(owner) == 0
+
+
+def test_concurrency_and_placement_stay_out_of_the_resume_fingerprint():
+    plain = SweepConfig(rounds=2)
+    placed = SweepConfig(rounds=2, concurrency=8, task_per_turn=True, parallel_shards=2)
+    assert plain.fingerprint() == placed.fingerprint()
+    assert not plain.per_turn_tasks and placed.per_turn_tasks
+    assert SweepConfig(judge="gemini").per_turn_tasks  # a real model: a task per turn, always
+    with pytest.raises(ValueError):
+        SweepConfig(concurrency=0)
