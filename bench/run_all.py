@@ -9,7 +9,7 @@ child process (so its peak RSS is its own) with a shared bench state folder
 per run (so the first Prefect start-up is a cold one). A part that fails or runs out of
 time is reported as such; the others still run.
 
-    python bench/run_all.py                     # router, sweep, film, overhead: ~10 min on 2 cores
+    python bench/run_all.py                     # router, sweep, film, overhead: ~12 min on 2 cores
     python bench/run_all.py --with-scale        # and the scale part: ~16 min
     python bench/run_all.py --quick             # minimal sizes, a smoke run
     python bench/run_all.py --only sweep film   # some parts; the others keep their last figures
@@ -42,7 +42,7 @@ from report import render_results  # noqa: E402
 PARTS = ("router", "scale", "sweep", "film", "overhead")
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead")
 SCALE_JSON = REPO / "bench" / "scale.json"
-TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 420, "film": 720, "overhead": 240}
+TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 720, "overhead": 240}
 FULL = {
     "router": {},
     "scale": {"tasks": 1000, "burst_timeout": 300.0},
@@ -53,7 +53,7 @@ FULL = {
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
-    "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0},
+    "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0, "latency_delay_s": 0.5},
     "film": {"repeats": 1, "rerun": False},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
 }

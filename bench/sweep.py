@@ -8,8 +8,14 @@ flow run, then alternates plain-loop and flow runs. A fresh `mythloop sweep` pro
 then timed end to end (imports, model load, its own temporary server, the sweep, the
 analysis) with the peak RSS of its whole process tree, server included.
 
-    python bench/sweep.py                 # about 2-4 minutes on 2 cores
-    python bench/sweep.py --repeats 1 --rounds 1 --no-cli
+The simulated judge learns each round in one `learn` task (the flow's default for an
+in-process judge). The latency stand-in then runs the seed-sized sweep's rounds against the
+fake gemini CLI (tests/fakes/gemini, judge mode: the simulated judge's verdicts through the
+real CLI backend) answering after a fixed delay, one task run per turn, at --concurrency 1
+and 8 in the same run: the wall of the turns at each level.
+
+    python bench/sweep.py                 # about 4-6 minutes on 2 cores
+    python bench/sweep.py --repeats 1 --rounds 1 --no-cli --latency-delay 0.5
 """
 
 from __future__ import annotations
@@ -42,8 +48,10 @@ from common import (  # noqa: E402
 )
 
 TARGET_WALL_S = 60.0
-TARGET_RATIO = 1.5
+TARGET_RATIO = 2.0
 TARGET_PEAK_MB = 1.5 * 1024
+TARGET_SPEEDUP = 5.0  # latency stand-in: turns at --concurrency 8 vs 1
+FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
 
 
 def seed_prompts_file(dst: Path) -> Path:
@@ -125,11 +133,13 @@ def flow_sweep(config) -> dict:
     return sweep(config)
 
 
-def _task_runs(results_dir: Path, config_rounds: int) -> int:
-    """Task runs of one sweep flow run: learning turns + measure rounds + the analysis."""
+def _task_runs(results_dir: Path, config_rounds: int, per_turn: bool = False) -> int:
+    """Task runs of one sweep flow run: measure rounds, learning turns (one `learn` task per
+    round for an in-process judge, else one per turn), and the analysis."""
     shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
     turns = sum(len((d / "turns.jsonl").read_text().splitlines()) for d in shards)
-    return turns + len(shards) * config_rounds + 1
+    learn = turns if per_turn else len(shards) * config_rounds
+    return learn + len(shards) * config_rounds + 1
 
 
 def _metrics(results_dir: str) -> dict:
@@ -222,13 +232,76 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
     return result
 
 
+def _fake_gemini(workdir: Path) -> Path:
+    """The fake gemini CLI (tests/fakes) run by this interpreter, as an executable."""
+    exe = workdir / "gemini"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GEMINI} \"$@\"\n", encoding="utf-8")
+    exe.chmod(0o755)
+    return exe
+
+
+def _turn_phase_s(results_dir: Path) -> float:
+    """Seconds the learning turns took, read from the sandboxes: per shard and round, from
+    the round's measurement written to its last answer saved; summed."""
+    total = 0.0
+    for shard in sorted(d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()):
+        for measured in shard.glob("round_*.jsonl"):
+            r = measured.stem.split("_")[1]
+            answers = [p.stat().st_mtime for p in (shard / "raw").glob(f"r{r}_*.text.md")]
+            if answers:
+                total += max(answers) - measured.stat().st_mtime
+    return total
+
+
+def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s: float = 2.0,
+                     levels: tuple[int, ...] = (1, 8)) -> dict:
+    """The seed-sized sweep's rounds against the fake gemini CLI answering after `delay_s`
+    (the real CLI backend, the simulated judge's verdicts), at each --concurrency level,
+    side by side in this run; the server is already up."""
+    from mythloop.sweep import JudgeOptions, SweepConfig
+
+    exe = _fake_gemini(workdir)
+    saved = {k: os.environ.get(k) for k in ("FAKE_MODE", "FAKE_DELAY", "PYTHONPATH")}
+    os.environ.update(FAKE_MODE="judge", FAKE_DELAY=f"{delay_s:g}", PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), saved["PYTHONPATH"]) if p))
+    runs = {}
+    try:
+        for n in levels:
+            config = SweepConfig(conditions=["c0", "c3"], rounds=rounds, replicates=1,
+                                 judge="gemini", judge_options=JudgeOptions(command=str(exe)),
+                                 prompts_file=prompts_file, concurrency=n,
+                                 results_dir=workdir / f"latency-c{n}")
+            t0 = time.perf_counter()
+            result = flow_sweep(config)
+            wall = time.perf_counter() - t0
+            runs[n] = {"wall_s": wall, "turns_s": _turn_phase_s(Path(result["results_dir"])),
+                       "failed_turns": result["failed_turns"],
+                       "metrics": _metrics(result["results_dir"])}
+            _note(f"latency stand-in --concurrency {n}: {wall:.1f} s "
+                  f"(turns {runs[n]['turns_s']:.1f} s)")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    lo, hi = min(levels), max(levels)
+    return {
+        "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
+        "runs": {str(n): {k: v for k, v in r.items() if k != "metrics"} for n, r in runs.items()},
+        "turns_speedup": runs[lo]["turns_s"] / max(runs[hi]["turns_s"], 1e-9),
+        "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
+        "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values()),
+    }
+
+
 def _note(message: str) -> None:
     """A progress line on stderr (stdout is captured while flows run)."""
     print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
 def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
-        workdir: Path | None = None) -> dict:
+        workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0) -> dict:
     """All sweep figures as a dict (for `bench/run_all.py`)."""
     repo_on_path()
     with contextlib.ExitStack() as stack:
@@ -272,6 +345,12 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                     cpu["flow_server"].append(process_cpu_s(spid) - s0)
                     cpu["flow_server_after"].append(wait_until_idle(spid))
                 _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+            latency = None
+            if latency_rounds:
+                if spid:
+                    wait_until_idle(spid)
+                latency = latency_stand_in(workdir, prompts_file, latency_rounds,
+                                           latency_delay_s)
         task_runs = _task_runs(Path(flowed["results_dir"]), config_rounds=rounds)
         same = _metrics(plain["results_dir"]) == _metrics(flowed["results_dir"])
         same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
@@ -298,6 +377,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                         "prefect_server": server.get("server_peak_rss_mb")},
         "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
                 "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
+        "latency": latency,
         "load_before": load_before, "load_after": loadavg(),
     }
     # Headline including start-up: the fresh CLI process when run, else start-up + flow.
@@ -308,9 +388,12 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
     result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
     result["targets"] = {
         f"wall incl. start-up <= {TARGET_WALL_S:.0f} s": wall <= TARGET_WALL_S,
-        f"flow/plain <= {TARGET_RATIO}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
+        f"flow/plain <= {TARGET_RATIO:g}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
         f"peak RSS <= {TARGET_PEAK_MB / 1024:.1f} GB": peak <= TARGET_PEAK_MB,
     }
+    if latency:
+        result["targets"][f"turns at --concurrency 8 >= {TARGET_SPEEDUP:g}x faster than 1"] = (
+            latency["turns_speedup"] >= TARGET_SPEEDUP)
     return result
 
 
@@ -338,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--cli-repeats", type=int, default=1)
     parser.add_argument("--no-cli", action="store_true")
+    parser.add_argument("--latency-rounds", type=int, default=1,
+                        help="rounds of the latency stand-in (0: skip it)")
+    parser.add_argument("--latency-delay", type=float, default=2.0,
+                        help="seconds the fake gemini takes per answer")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--profile", type=Path,
                         help="instead: profile one flow run with pyinstrument, text to this file")
@@ -345,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     with run_alone("bench-sweep-state-") as state:
         if args.profile:
             return profile_flow(args.profile, args.rounds, state)
-        result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats)
+        result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats,
+                     latency_rounds=args.latency_rounds, latency_delay_s=args.latency_delay)
     emit(result, args.json)
     return 0
 

@@ -1,11 +1,19 @@
 """The feedback-loop sweep on Prefect: conditions x replicates x rounds of measure -> learn.
 
     sweep(config)                       flow "sweep"
-      condition_run(c0, rep 1) ...      subflow per condition x replicate ("c3-rep2")
+      condition_run(c0, rep 1) ...      subflow per condition x replicate ("c3-rep2"), one
+                                        after another or `parallel_shards` side by side
         measure_round                   task per round -> <cond>-rep<k>/round_<r>.jsonl
-        learning_turn x prompts         task per learned prompt (retries; tag `llm` when
-                                        the judge is a real model)
+        learning_turn x prompts         real model: a task per learned prompt (retries,
+                                        timeout, tag `llm`), `concurrency` at once; the
+                                        answers are applied to the store in prompt order
+        learn                           simulated / oracle judge: one task per round that
+                                        runs the round's turns in the library
       analyze                           task: metrics.json, report.md, plots, artifacts
+
+Within a round the catalogs are frozen at measurement, so its turns are independent; only
+the store writes are ordered (prompt order), which keeps a seed's metrics the same at any
+concurrency.
 
 With config.shard_deployment set, each condition x replicate is instead a flow run of that
 deployment, taken by a work pool's workers (docs/scaling.md); the sweep waits for all of them,
@@ -37,7 +45,7 @@ from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.inputs import check_inputs, judge_label
 from tasks.analysis import analyze_results, artifact_key
 from tasks.hooks import record_sweep_failure
-from tasks.sweep import learning_turn, measure_round
+from tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 
@@ -76,11 +84,13 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                        else base_seed, embedder=_embedder(config.embedder))
     run.open()
     contract = _contract()
-    timeout = config.turn_timeout or get_settings().turn_timeout
     # Only a real model call takes a slot of the global `llm` limit: a simulated judge's turn
     # carries no tag (each tagged task run costs a concurrency-lease round trip to the API).
-    turn = learning_turn.with_options(timeout_seconds=timeout + 30,
-                                      tags=set() if config.simulated else {LLM_TAG})
+    # The turn's timeout is the backend's own deadline (run.turn_timeout: the CLI's process
+    # group is killed, the HTTP call cut), which raises a retriable BackendTimeout. No Prefect
+    # timeout on top: turns run in worker threads, where Prefect cannot interrupt a blocking
+    # call and warns about it on every task run.
+    turn = learning_turn.with_options(tags=set() if config.simulated else {LLM_TAG})
     done = set(run.completed_rounds())
     failed_turns = 0
     try:
@@ -90,20 +100,14 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                 continue
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)
-            for prompt in run.learning_order:
-                catalog = measured["catalogs"][prompt.id]
-                state = turn(quote(run), prompt, round_idx, catalog, contract, return_state=True)
-                if state.is_completed():
-                    row = state.result()
-                else:
-                    failed_turns += 1
-                    error = _state_error(state)
-                    row = run.failed_turn_row(prompt, round_idx, catalog, error,
-                                              timed_out=_is_timeout(error),
-                                              attempts=_attempts(error, turn))
-                    say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
-                         f"({row['error'][:160]}); the round goes on")
-                run.append_turn(row)
+            if config.per_turn_tasks:
+                failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured["catalogs"],
+                                                    contract, config.resolved_concurrency())
+            else:  # in-process judge: the whole learn step is one task run in the library
+                rows = learn_round(quote(run), round_idx, measured["catalogs"], contract)
+                for row in rows:
+                    run.append_turn(row)
+                failed_turns += sum(row["status"] != "ok" for row in rows)
             run.mark_round_complete(round_idx)
             hit3 = measured.get("in_distribution_hit_at_3")
             say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
@@ -116,6 +120,69 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
         run.close()
     return {"condition": cond, "replicate": replicate, "dir": str(run.dir),
             "completed_rounds": run.completed_rounds(), "failed_turns": failed_turns}
+
+
+def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
+                        contract: str, concurrency: int) -> int:
+    """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
+    wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
+    are applied to the store and logged in prompt order. Returns how many turns failed."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from mythloop.llm.runner import cli_owner, kill_owned_clis
+
+    order = run.learning_order
+    failed = 0
+    owner = object()  # marks this round's CLI calls (the worker threads copy the context)
+    token = cli_owner.set(owner)
+    # Its own pool, whatever runner the flow was started with (in-process or a deployment).
+    with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
+        try:
+            futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
+                                            "round_idx": round_idx,
+                                            "catalog": catalogs[prompt.id],
+                                            "contract": contract})
+                       for prompt in order]  # started in prompt order
+        finally:
+            cli_owner.reset(token)
+        try:
+            failed = _apply_in_order(run, turn, round_idx, catalogs, order, futures)
+        except BaseException:
+            # Ctrl-C or a crash: start no queued turn and end the calls in flight now (their
+            # CLIs run in their own sessions, out of reach of the terminal's Ctrl-C), rather
+            # than wait for each to reach its deadline. The round is redone on resume.
+            for future in futures:
+                future.wrapped_future.cancel()
+            kill_owned_clis(owner)
+            raise
+    return failed
+
+
+def _apply_in_order(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
+                    order: list, futures: list) -> int:
+    """Wait for each turn in prompt order; apply its answer to the store and log its row."""
+    failed = 0
+    for prompt, future in zip(order, futures, strict=True):
+        catalog = catalogs[prompt.id]
+        future.wait()
+        state = future.state
+        row = None
+        if state.is_completed():
+            try:
+                row = run.record_turn(prompt, round_idx, catalog, state.result())
+            except Exception as exc:  # noqa: BLE001 (a failed turn: logged, round goes on)
+                error, attempts = exc, 1
+        else:
+            error = _state_error(state)
+            attempts = _attempts(error, turn)
+        if row is None:
+            failed += 1
+            row = run.failed_turn_row(prompt, round_idx, catalog, error,
+                                      timed_out=_is_timeout(error), attempts=attempts)
+            say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
+                 f"({row['error'][:160]}); the round goes on")
+        run.append_turn(row)
+    return failed
 
 
 def _state_error(state) -> BaseException | str:
@@ -234,13 +301,26 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
         description=f"Sweep progress ({results_dir.name})")
     if config.shard_deployment:  # each shard a flow run of that deployment, on the pool's workers
         return finish_sweep(config, results_dir, _fan_out(config, results_dir, progress_id))
-    shards = []
-    base = 0
-    for replicate in range(1, config.replicates + 1):
-        for cond in config.conditions:
-            shards.append(condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
-                config, cond, replicate, str(results_dir), str(progress_id), base, total))
-            base += config.rounds
+    jobs = [(cond, replicate, i * config.rounds) for i, (replicate, cond) in enumerate(
+        (r, c) for r in range(1, config.replicates + 1) for c in config.conditions)]
+
+    def shard(cond: str, replicate: int, base: int) -> dict:
+        return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
+            config, cond, replicate, str(results_dir), str(progress_id), base, total)
+
+    if config.parallel_shards <= 1 or len(jobs) == 1:
+        return finish_sweep(config, results_dir, [shard(*job) for job in jobs])
+    # Side by side: each subflow in its own thread, with this flow run's context (so each is
+    # still a child run of this sweep), each in its own sandbox as when run one by one.
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    _catalog(config.resolved_pool())  # load the shared, read-only parts once, up front
+    _embedder(config.embedder)
+    with ThreadPoolExecutor(max_workers=config.parallel_shards,
+                            thread_name_prefix="sweep-shard") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, shard, *job) for job in jobs]
+        shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
 
 

@@ -1,7 +1,13 @@
-"""Prefect tasks of the feedback-loop sweep: one measurement per round, one task per learning turn."""
+"""Prefect tasks of the feedback-loop sweep: one measurement per round, then the learning turns.
+
+A real model gets one `learning_turn` task per turn (its own retries, timeout, `llm` slot and
+UI row); the turns of a round run side by side and the flow applies their answers in prompt
+order. An in-process judge (simulated, oracle) learns a whole round in one `learn` task.
+"""
 
 from __future__ import annotations
 
+from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepPrompt
 from tasks.common import mythloop_task
 
@@ -17,5 +23,22 @@ def measure_round(run: ConditionRun, round_idx: int) -> dict:
                task_run_name="learn {prompt.id} ({run.name} round {round_idx})")
 def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int, catalog: list[dict],
                   contract: str) -> dict:
-    """Show the model the top-5 catalog, parse its verdict tags, persist them; return the turn row."""
-    return run.learning_turn(prompt, round_idx, catalog, contract)
+    """Show the model the top-5 catalog and keep its reply; the flow then parses the verdict
+    tags and persists them (`ConditionRun.record_turn`), in prompt order."""
+    return run.ask_turn(prompt, round_idx, catalog, contract)
+
+
+@mythloop_task(name="learn", task_run_name="learn {run.name} round {round_idx}")
+def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list],
+                contract: str) -> list[dict]:
+    """Every learning turn of a round in the library (in-process judges): the turn rows."""
+    from flows.common import say
+
+    settings = get_settings()
+
+    def note(row: dict) -> None:
+        say(f"[sweep] {run.name} round {round_idx} {row['prompt_id']}: turn failed "
+            f"({row['error'][:160]}); the round goes on")
+
+    return run.learn_round(round_idx, catalogs, contract, retries=settings.task_retries,
+                           retry_delay_s=settings.retry_delay_seconds, on_failure=note)

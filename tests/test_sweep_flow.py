@@ -70,9 +70,10 @@ def _comparable(metrics_path: Path) -> dict:
 def test_sweep_leaves_rounds_turns_raw_texts_metrics_and_report(tmp_path):
     out = tmp_path / "s"
     result, turn_tags = _sweep_with_turn_tags(
-        SweepConfig(rounds=2, replicates=1, results_dir=out), turns=2 * 2 * 13)
-    # a simulated judge calls no model: its turns take no slot of the global `llm` limit
-    assert len(turn_tags) == 2 * 2 * 13 and all(tags == [] for tags in turn_tags)
+        SweepConfig(rounds=2, replicates=1, results_dir=out), turns=2 * 2)
+    # a simulated judge learns a round in one `learn` task, and calls no model: its task
+    # runs take no slot of the global `llm` limit
+    assert len(turn_tags) == 2 * 2 and all(tags == [] for tags in turn_tags)
     for shard in ("c0-rep1", "c3-rep1"):
         for r in (0, 1):
             rows = read_jsonl(out / shard / f"round_{r}.jsonl")
@@ -138,8 +139,8 @@ def test_a_failed_turn_is_logged_and_the_round_goes_on(tmp_path, monkeypatch):
 
 
 def test_a_retried_learning_turn_does_not_double_count(tmp_path, monkeypatch):
-    """The turn persists its verdicts, then fails (a retriable error while saving its raw
-    text); Prefect retries it, and the repeated write is a no-op."""
+    """Each turn (its own task run here, 8 at once) fails once with a retriable error while
+    saving its raw text; Prefect retries it, and each verdict is stored once."""
     from mythloop.llm import NetworkError
     from mythloop.sweep import condition
 
@@ -154,8 +155,9 @@ def test_a_retried_learning_turn_does_not_double_count(tmp_path, monkeypatch):
 
     monkeypatch.setattr(condition, "write_text_atomic", flaky_write)
     out = tmp_path / "retry"
-    _sweep(SweepConfig(conditions=["c3"], rounds=1, results_dir=out))
-    assert len(failed) == 13  # every turn failed once after persisting ...
+    _sweep(SweepConfig(conditions=["c3"], rounds=1, results_dir=out, task_per_turn=True,
+                       concurrency=8))
+    assert len(failed) == 13  # every turn failed once ...
     turns = read_jsonl(out / "c3-rep1" / "turns.jsonl")
     assert all(t["status"] == "ok" for t in turns)  # ... and succeeded on its retry
     con = sqlite3.connect(out / "c3-rep1" / "store.db")

@@ -51,6 +51,18 @@ def sweep(
                                 help="Stop when the pool holds an invalid SKILL.md (default: "
                                      "leave it out and name it on stderr, in sweep.json and in "
                                      "the report's data issues)."),
+    concurrency: int | None = typer.Option(
+        None, min=1, max=256,
+        help="Learning turns of a round in flight at once, each its own task run (default: "
+             "MYTHLOOP_LLM_CONCURRENCY, 4). Real-model turns also wait for a slot of the "
+             "server's global `llm` limit when one exists. The results do not depend on it."),
+    task_per_turn: bool = typer.Option(
+        False, "--task-per-turn",
+        help="One task run per learning turn for any judge (simulated and oracle judges "
+             "otherwise learn a round in one `learn` task)."),
+    parallel_shards: int = typer.Option(
+        1, min=1, max=64,
+        help="Condition x replicate runs side by side in this process, each in its own sandbox."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Run sweep conditions x replicates x rounds of measure -> learn, then the analysis.
@@ -83,7 +95,9 @@ def sweep(
                                        model=model),
             pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
-            shard_deployment=shard_deployment, strict=strict)
+            shard_deployment=shard_deployment, strict=strict,
+            concurrency=concurrency, task_per_turn=task_per_turn,
+            parallel_shards=parallel_shards)
     except ValidationError as exc:
         _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
     # Pool, prompts and results dir are checked here, before a Prefect server starts.

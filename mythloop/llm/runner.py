@@ -13,14 +13,31 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.llm.errors import ToolMissing
 
-__all__ = ["CLIResult", "run_cli", "resolve_executable", "NPM_PACKAGES"]
+__all__ = ["CLIResult", "run_cli", "resolve_executable", "NPM_PACKAGES", "cli_owner",
+           "kill_owned_clis"]
+
+# Who started a CLI call: set by a caller that runs calls in worker threads (the sweep's
+# concurrent learning turns), so that on the way out (Ctrl-C, a crash) it can end the calls
+# still in flight instead of waiting for each to reach its deadline.
+cli_owner: ContextVar[object | None] = ContextVar("mythloop_cli_owner", default=None)
+_LIVE: dict[int, object] = {}  # process group id -> owner
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_owned_clis(owner: object) -> int:
+    """SIGKILL the process groups of `owner`'s CLI calls still running; how many."""
+    with _LIVE_LOCK:
+        groups = [pgid for pgid, who in _LIVE.items() if who is owner]
+    return sum(_signal_group(pgid, signal.SIGKILL) for pgid in groups)
 
 # The npm package that provides each CLI, for the "not installed" message.
 NPM_PACKAGES = {
@@ -118,6 +135,10 @@ def run_cli(
         start_new_session=True,  # own session and process group: killpg reaches every descendant
     )
     pgid = proc.pid  # a session leader's pgid is its pid
+    owner = cli_owner.get()
+    if owner is not None:
+        with _LIVE_LOCK:
+            _LIVE[pgid] = owner
     payload = input_text.encode("utf-8") if input_text is not None else None
     timed_out = False
     try:
@@ -137,6 +158,9 @@ def run_cli(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if owner is not None:
+            with _LIVE_LOCK:
+                _LIVE.pop(pgid, None)
     return CLIResult(
         rc=None if timed_out else proc.returncode,
         stdout=_decode(out),

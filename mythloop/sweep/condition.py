@@ -234,15 +234,44 @@ class ConditionRun:
         Returns the turn-log row; the caller appends it (so a retried task never
         logs a turn twice, and the store ignores a repeated session write).
         """
+        return self.record_turn(prompt, round_idx, ranked,
+                                self.ask_turn(prompt, round_idx, ranked, contract))
+
+    def ask_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
+                 contract: str) -> dict:
+        """The model half of a turn: call the backend, keep its raw and text replies.
+
+        Touches no store and no shared state, so the turns of a round may ask side by
+        side (threads); `record_turn` then applies each answer, in prompt order.
+        """
+        session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
+        full_prompt = learning_prompt(ranked, contract, prompt.prompt)
+        started = time.perf_counter()
+        completion = self.backend.complete(full_prompt, model=self.config.judge_options.model,
+                                           timeout=self.turn_timeout, key=session_id)
+        text = completion.text or ""
+        raw_dir = self.dir / "raw"
+        raw_dir.mkdir(exist_ok=True)
+        raw = completion.raw if isinstance(completion.raw, str) else json.dumps(completion.raw)
+        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
+        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
+        return {"session_id": session_id, "text": text,
+                "elapsed_s": round(time.perf_counter() - started, 4),
+                "backend": completion.backend, "simulated": bool(completion.simulated),
+                "model": completion.model}
+
+    def record_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
+                    answer: dict) -> dict:
+        """The store half of a turn: parse the answer's tags, persist the verdicts in one
+        store transaction, and return the turn-log row.
+
+        Callers apply a round's answers in prompt order, whatever order they arrived
+        in, so the store (streaks, kept contexts) ends the same at any concurrency.
+        """
         from mythloop.verdicts import count_malformed_tags, parse_tags, persist_verdicts
 
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
-        full_prompt = learning_prompt(ranked, contract, prompt.prompt)
-        timeout = self.turn_timeout
-        started = time.perf_counter()
-        completion = self.backend.complete(full_prompt, model=self.config.judge_options.model,
-                                           timeout=timeout, key=session_id)
-        text = completion.text or ""
+        text = answer.get("text") or ""
         tags = parse_tags(text)
         shown = [entry["name"] for entry in ranked]
         result = persist_verdicts(
@@ -250,19 +279,14 @@ class ConditionRun:
             query=prompt.prompt, embedder=self.embedder,
             known_skills={s.name for s in self.catalog.skills})
         tiers = {entry["name"]: entry["tier"] for entry in ranked}
-        raw_dir = self.dir / "raw"
-        raw_dir.mkdir(exist_ok=True)
-        raw = completion.raw if isinstance(completion.raw, str) else json.dumps(completion.raw)
-        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
-        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
         return {
             "round": round_idx, "cond": self.cond, "replicate": self.replicate,
             "prompt_id": prompt.id, "prompt_kind": prompt.kind,
             "expected_skill": prompt.expected_skill, "session_id": session_id,
             "status": "ok", "error": None,
-            "elapsed_s": round(time.perf_counter() - started, 4),
-            "backend": completion.backend, "simulated": bool(completion.simulated),
-            "model": completion.model, "ranked_top5": shown, "catalog_tiers": tiers,
+            "elapsed_s": answer.get("elapsed_s"),
+            "backend": answer.get("backend"), "simulated": bool(answer.get("simulated")),
+            "model": answer.get("model"), "ranked_top5": shown, "catalog_tiers": tiers,
             "tags": tags,
             "applied": [{"name": a["name"], "verdict": a["verdict"], "tier": tiers.get(a["name"])}
                         for a in result.applied],
@@ -270,6 +294,41 @@ class ConditionRun:
             "rejected": result.rejected, "parse_failures": count_malformed_tags(text),
             "text_len": len(text), "text_tail": text[-600:], "stderr_head": "",
         }
+
+    def learn_round(self, round_idx: int, catalogs: dict[str, list], contract: str, *,
+                    retries: int = 0, retry_delay_s: float = 0.0,
+                    on_failure=None) -> list[dict]:
+        """Every learning turn of a round, one after another in this thread: the batched
+        learn step for in-process judges. Returns the turn rows in prompt order.
+
+        A turn that raises a retriable error is tried again (up to `retries` times, as its
+        own task would be); one that still fails becomes a failed row and the round goes on.
+        The rows are not appended here: the caller does, once the whole step is done.
+        """
+        from mythloop.llm import BackendTimeout, is_retriable
+
+        rows = []
+        for prompt in self.learning_order:
+            ranked = catalogs[prompt.id]
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    rows.append(self.learning_turn(prompt, round_idx, ranked, contract))
+                    break
+                except Exception as exc:  # noqa: BLE001 (a turn's failure is logged, not raised)
+                    if is_retriable(exc) and attempt <= retries:
+                        time.sleep(retry_delay_s)
+                        continue
+                    timed_out = (isinstance(exc, BackendTimeout | TimeoutError)
+                                 or "timed out" in str(exc).lower())
+                    row = self.failed_turn_row(prompt, round_idx, ranked, exc,
+                                               timed_out=timed_out, attempts=attempt)
+                    if on_failure is not None:
+                        on_failure(row)
+                    rows.append(row)
+                    break
+        return rows
 
     def failed_turn_row(self, prompt: SweepPrompt, round_idx: int, ranked: list,
                         error: BaseException | str, timed_out: bool, attempts: int) -> dict:

@@ -19,9 +19,11 @@ Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
 """Who plays the model in learning turns (the CLI, the config and the UI form offer these)."""
 JUDGES: tuple[str, ...] = get_args(Judge)
 SIMULATED_JUDGES = {"simulated", "oracle"}
-# Where shards run, not what they compute: left out of the fingerprint, so a sweep started
-# in-process resumes fanned out and back. `strict` only decides whether invalid skills stop it.
-_PLACEMENT = {"shard_deployment", "shard_timeout", "strict"}
+# Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
+# started in-process resumes fanned out and back, and at any concurrency. `strict` only decides
+# whether invalid skills stop it.
+_PLACEMENT = {"shard_deployment", "shard_timeout", "concurrency", "task_per_turn",
+              "parallel_shards", "strict"}
 
 
 class JudgeOptions(BaseModel):
@@ -76,6 +78,16 @@ class SweepConfig(BaseModel):
     strict: bool = False
     """Stop before the first round when the pool holds an invalid SKILL.md (default: leave it
     out, name it on stderr, in sweep.json and in the report's data issues)."""
+    concurrency: int | None = Field(None, ge=1, le=256)
+    """Learning turns of a round in flight at once, each its own task run (default:
+    settings.llm_concurrency, MYTHLOOP_LLM_CONCURRENCY). Tagged turns also wait for a slot of
+    the server's global `llm` limit when one exists."""
+    task_per_turn: bool = False
+    """One task run per learning turn for any judge. By default a simulated or oracle judge
+    learns a whole round in one `learn` task; a real model always gets one task per turn."""
+    parallel_shards: int = Field(1, ge=1, le=64)
+    """Condition x replicate runs (subflows) side by side in this process, each in its own
+    sandbox (in-process sweeps only; a fanned-out sweep leaves this to the work pool)."""
 
     @field_validator("conditions")
     @classmethod
@@ -87,6 +99,18 @@ class SweepConfig(BaseModel):
     @property
     def simulated(self) -> bool:
         return self.judge in SIMULATED_JUDGES
+
+    @property
+    def per_turn_tasks(self) -> bool:
+        """Whether each learning turn is its own task run (else one `learn` task per round)."""
+        return self.task_per_turn or not self.simulated
+
+    def resolved_concurrency(self) -> int:
+        if self.concurrency is not None:
+            return self.concurrency
+        from mythloop.settings import get_settings
+
+        return max(1, get_settings().llm_concurrency)
 
     def resolved_pool(self) -> Path:
         return (self.pool or data_path("fixtures", "pool")).expanduser().resolve()

@@ -9,6 +9,16 @@ Environment knobs:
   FAKE_ARGV_FILE   write {"argv", "cwd", "home", "stdin", "env"} here as JSON
   FAKE_PIDFILE     (sleep mode) write "<child pid> <grandchild pid>" here
   FAKE_IGNORE_TERM (sleep mode) 1: child and grandchild ignore SIGTERM (forces SIGKILL)
+  FAKE_DELAY       seconds to wait before answering (a model's latency): "2", or "0.1-0.6"
+                   for a random delay in that range (shuffles the order concurrent calls end in)
+  FAKE_FLAKY_DIR   the first call for each distinct prompt fails with a rate limit (429, a
+                   retriable error); later calls answer (gemini only; marker files go here)
+  FAKE_JUDGE_NOISE (judge mode, gemini only) the simulated judge's noise (default 0.2)
+  FAKE_CALL_TIMES  (gemini only) append "<start> <end>" (time.time()) of each call here
+
+FAKE_MODE=judge (gemini only): answer a sweep's learning prompt with the simulated judge's
+reply (verdict tags over the bundled pool and prompts; needs mythloop importable): a
+deterministic stand-in for a real model on the real CLI path.
 """
 
 from __future__ import annotations
@@ -59,6 +69,57 @@ def sleep_with_grandchild() -> None:
     print("working...", flush=True)
     time.sleep(600)
     sys.exit(0)
+
+
+def delay() -> None:
+    """Wait FAKE_DELAY seconds ("2" or a "lo-hi" range drawn at random)."""
+    spec = os.environ.get("FAKE_DELAY", "").strip()
+    if not spec:
+        return
+    if "-" in spec.lstrip("-"):
+        import random
+
+        lo, hi = (float(x) for x in spec.split("-", 1))
+        time.sleep(random.uniform(lo, hi))
+    else:
+        time.sleep(float(spec))
+
+
+STARTED = time.time()
+
+
+def log_call_time() -> None:
+    """FAKE_CALL_TIMES: append this call's start and end (one short O_APPEND write)."""
+    path = os.environ.get("FAKE_CALL_TIMES")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{STARTED:.6f} {time.time():.6f}\n")
+
+
+def first_call_fails(prompt: str) -> bool:
+    """FAKE_FLAKY_DIR: True (and remember it) on the first call for this prompt."""
+    folder = os.environ.get("FAKE_FLAKY_DIR")
+    if not folder:
+        return False
+    import hashlib
+
+    marker = os.path.join(folder, hashlib.sha256(prompt.encode()).hexdigest()[:24])
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def judge_reply(prompt: str) -> str:
+    """The simulated judge's answer to a learning prompt (bundled pool and prompts)."""
+    from mythloop.data import data_path
+    from mythloop.llm.simulated import SimulatedJudge
+
+    noise = float(os.environ.get("FAKE_JUDGE_NOISE", "0.2"))
+    judge = SimulatedJudge(prompts=data_path("fixtures", "prompts.yaml"), noise=noise,
+                           omit_rate=0.05, invent_rate=0.02)
+    return judge.render(prompt)
 
 
 def read_stdin() -> str:
