@@ -8,6 +8,7 @@ Everything mythloop writes goes under a per-session temporary state folder.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 for _name in ("PREFECT_API_URL", "PREFECT_API_KEY"):
     os.environ.pop(_name, None)
+# The fake CLIs in tests/fakes start with `#!/usr/bin/env python3` and some import mythloop:
+# they must run on this interpreter (the venv), also when `make test` did not activate it.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent),
+                                      os.environ.get("PATH", "")])
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -337,8 +337,9 @@ def test_film_names_its_offline_backend(prefect_harness, tmp_path):
 
     from mythloop.cli import app
 
-    res = CliRunner().invoke(app, ["film", "the heat equation", "--backend", "offline",
-                                   "--no-render", "--runs-dir", str(tmp_path / "runs")])
+    # a prompt of its own: the session's stage cache must not serve other tests' films
+    res = CliRunner().invoke(app, ["film", "labels of the offline backend", "--backend",
+                                   "offline", "--no-render", "--runs-dir", str(tmp_path / "runs")])
     assert res.exit_code == 0, res.output
     labelled = [line for line in res.stdout.splitlines() if line.startswith("backend:")]
     assert labelled == ["backend: offline (no model: deterministic offline stand-ins wrote "
