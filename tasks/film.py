@@ -67,7 +67,8 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
                           out_dir=out_dir, layout=True).model_dump()
     result["cache"] = "miss"
     if result["ok"] and result["video_path"]:
-        cache.put(cache_key, Path(result["video_path"]), layout=result["layout_findings"])
+        cache.put(cache_key, Path(result["video_path"]),
+                  layout_record=Path(out_dir) / "media" / "layout.json")
     return result
 
 

@@ -41,7 +41,12 @@ def test_off_frame_overlap_and_tiny_text_are_flagged(records):
 
 
 def test_camera_zoom_counts_and_fixed_captions_do_not_move(records):
-    """E = mc^2 fits the unzoomed frame but not at zoom 3; the fixed caption stays put."""
+    """At zoom 3 a wide formula leaving the frame around the zoomed term is intended; E = mc^2,
+    which fits the unzoomed frame, is wholly off-screen at zoom 3 and flagged; the fixed
+    caption stays put."""
+    first = records["Zoomed"]["snapshots"][0]
+    wide = next(i for i in first["items"] if "rod" in i["label"])
+    assert wide["zoom"] == 3 and wide["box"][2] > first["frame"][0] / 2  # past the edge
     findings = check_layout(records["Zoomed"])
     assert [(f.kind, f.what) for f in findings] == [("off_frame", "math 'E = mc^2'")]
 
@@ -68,3 +73,21 @@ def test_sandboxed_render_reports_layout_findings(tmp_path):
     clean = render_scene(SCENES, scene="Clean", quality="l", out_dir=tmp_path / "ok",
                          timeout=240, layout=True)
     assert clean.ok and clean.layout_findings == []
+
+
+def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
+    import json
+
+    from mythloop.mythos.scenes import SceneCache
+
+    record = {"pixel_height": 480, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
+              "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
+                         "em_px": 30.0, "zoom": 1.0}]}]}
+    (tmp_path / "layout.json").write_text(json.dumps(record))
+    (tmp_path / "v.mp4").write_bytes(b"video")
+    cache = SceneCache(tmp_path / "cache")
+    cache.put("k1", tmp_path / "v.mp4", layout_record=tmp_path / "layout.json")
+    cache.put("k2", tmp_path / "v.mp4")
+    [finding] = cache.get_layout("k1")
+    assert finding["kind"] == "off_frame" and "right edge" in finding["detail"]
+    assert cache.get_layout("k2") is None  # no record kept: no check to report

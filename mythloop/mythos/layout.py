@@ -4,7 +4,9 @@
 beat end; `check_layout` turns that record into findings a person would notice on screen:
 
 - off_frame: part of a text/formula lies outside the visible frame (more than 1% of the
-  frame's width or height beyond an edge);
+  frame's width or height beyond an edge); while the camera is zoomed in (zoom > 1, the
+  charter's "zoom into the term being explained"), the rest of a formula leaving the frame is
+  intended, so a zoomed item counts only when none of it is on screen;
 - overlap: two texts/formulas cover each other (their boxes share more than 15% of the
   smaller one's area);
 - too_small: a text line is shorter than 14 pixels (from "H" to "g") at the render's
@@ -76,6 +78,9 @@ def check_layout(record: dict) -> list[Finding]:
                       "bottom": -half_h - ymin, "top": ymax - half_h}
             over = {edge: d for edge, d in beyond.items()
                     if d > (tol_w if edge in ("left", "right") else tol_h)}
+            if over and item.get("zoom", 1.0) > 1.0 + 1e-6:
+                gone = xmin > half_w or xmax < -half_w or ymin > half_h or ymax < -half_h
+                over = over if gone else {}
             if over:
                 edges = ", ".join(f"{d:.2f} units past the {edge} edge"
                                   for edge, d in sorted(over.items()))

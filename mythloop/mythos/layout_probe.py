@@ -92,6 +92,7 @@ def install(out_path: str) -> None:
                 "label": label_of(mob),
                 "box": [round(v, 4) for v in (xmin, ymin, xmax, ymax)],
                 "em_px": round(em_units * px_per_unit, 2),
+                "zoom": round(zoom, 3),
             })
         snapshots.append({"at": at, "t": round(float(getattr(scene.renderer, "time", 0.0)), 3),
                           "frame": [round(width, 4), round(height, 4)], "items": items})

@@ -170,16 +170,22 @@ class SceneCache:
         return path if path.is_file() and path.stat().st_size > 0 else None
 
     def get_layout(self, key: str) -> list[dict] | None:
-        """The layout findings recorded with a cached video (None: none were recorded)."""
+        """The layout check of the probe record kept with a cached video, judged by today's
+        rules (None: no record was kept)."""
+        from mythloop.mythos.layout import check_layout
+
         try:
-            return json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
+            return [f.as_dict() for f in check_layout(record)]
+        except (OSError, ValueError, TypeError, KeyError, IndexError):
             return None
 
-    def put(self, key: str, video: Path | str, *, layout: list[dict] | None = None) -> Path:
+    def put(self, key: str, video: Path | str, *, layout_record: Path | None = None) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
-        if layout is not None:  # before the video: a hit never lacks the findings it had
-            write_json_atomic(self.root / f"{key}.layout.json", layout)
+        if layout_record is not None and layout_record.is_file():
+            # before the video: a hit never lacks the record its render had
+            write_json_atomic(self.root / f"{key}.layout.json",
+                              json.loads(layout_record.read_text(encoding="utf-8")))
         target = self.path(key)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".mp4", dir=self.root)
         os.close(fd)

@@ -39,7 +39,12 @@ class OffFrame(Scene):
 class Zoomed(ThreeDScene):
     def construct(self):
         self.set_camera_orientation(phi=0, theta=-90 * DEGREES, zoom=3)
-        eq = MathTex(r"E = mc^2", font_size=48).shift(RIGHT * 2)
+        # zoomed in on alpha: the rest of the formula leaves the frame, as intended
+        wide = MathTex(r"u_t = \alpha \, u_{xx} \quad \text{on the rod}", font_size=48)
+        self.play(FadeIn(wide))
+        self.wait(0.5)
+        self.remove(wide)
+        eq = MathTex(r"E = mc^2", font_size=48).shift(RIGHT * 3.5)
         cap = Text("fixed caption", font_size=28).to_edge(DOWN)
         self.add_fixed_in_frame_mobjects(cap)
         self.play(FadeIn(eq), FadeIn(cap))
