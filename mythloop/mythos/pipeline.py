@@ -25,7 +25,7 @@ from mythloop.mythos.prompts import (
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import Manifest, create_run_dir, write_json_atomic
 from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
-from mythloop.mythos.stages import STAGES, load_charter, stage_by_slug, validate_artifact
+from mythloop.mythos.stages import load_charter, stage_by_slug, validate_artifact
 
 __all__ = ["FilmSession", "StageFailed", "SceneCodeError", "open_session", "cache_basis",
            "SCENE_FILE"]
@@ -52,10 +52,6 @@ class FilmSession:
     timeout: float
     model_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def backend_label(self) -> str:
-        return self.request.backend
 
     @property
     def model_label(self) -> str:
@@ -182,10 +178,6 @@ def _scene_from(text: str, step: str) -> tuple[str, str]:
     return code, scene
 
 
-def find_scene_class(code: str) -> str:
-    return _find_scene_class(code)
-
-
 def cache_basis(step: str, input_obj: object, request: FilmRequest) -> str:
     """What a cached stage result depends on: the step's charter text, its input, backend, model.
 
@@ -235,5 +227,3 @@ def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> Fil
     return FilmSession(request=request, run_dir=run_dir, manifest=manifest, backend=backend,
                        timeout=request.stage_timeout or settings.timeout)
 
-
-STAGE_SLUGS = tuple(spec.slug for spec in STAGES)

@@ -237,11 +237,6 @@ class VerdictStore:
         """A skill's counters and status (zeros and active when it has none)."""
         return self._counters(self._conn(), name)
 
-    def all_counters(self) -> dict[str, Counters]:
-        """Counters of every skill that has a verdict."""
-        rows = self._conn().execute("SELECT name, helpful, harmful, streak, status FROM skills")
-        return {name: Counters(*rest) for name, *rest in rows}
-
     def verdicts(self, session_id: str | None = None) -> list[dict]:
         """Verdict rows in insertion order, optionally for one session."""
         sql = "SELECT session_id, skill_name, host, verdict, reason, query, status_after FROM verdicts"
