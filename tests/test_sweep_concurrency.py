@@ -8,6 +8,7 @@ turns of a round really are in flight together and end in a shuffled order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -141,6 +142,13 @@ def test_concurrent_turns_wait_for_the_servers_llm_limit(tmp_path, judge_cli, mo
     monkeypatch.setenv("FAKE_DELAY", "0.5")
     with get_client(sync_client=True) as client:
         client.create_concurrency_limit(tag=LLM_TAG, concurrency_limit=2)
+        # Prefect's task engine remembers for a few seconds that a set of tags had no limit
+        # (prefect.concurrency.services): the previous test's tagged turns may have filled
+        # that memory, and the new limit would go unseen until it expires.
+        with contextlib.suppress(ImportError, AttributeError):
+            from prefect.concurrency.services import _no_limits_cache
+
+            _no_limits_cache.clear()
         try:
             result = _sweep(SweepConfig(conditions=["c3"], rounds=1, judge="gemini",
                                         judge_options=GEMINI, concurrency=8,
