@@ -13,6 +13,7 @@ __all__ = [
     "extract_json_object",
     "extract_python_block",
     "find_scene_class",
+    "base_class_name",
 ]
 
 # JSON's own escapes; a backslash followed by anything else is LaTeX the model forgot to double.
@@ -157,7 +158,7 @@ def extract_python_block(text: str) -> str:
     )
 
 
-def _base_name(node: ast.expr) -> str:
+def base_class_name(node: ast.expr) -> str:
     """Name of a base class expression: `ThreeDScene` or `manim.ThreeDScene`."""
     if isinstance(node, ast.Name):
         return node.id
@@ -175,7 +176,7 @@ def find_scene_class(code: str) -> str:
     found: list[tuple[str, str]] = []
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            bases = {_base_name(base) for base in node.bases}
+            bases = {base_class_name(base) for base in node.bases}
             hit = bases & _SCENE_BASES
             if hit:
                 found.append((node.name, sorted(hit)[0]))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.fileio import write_json_atomic
+from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_file_text", "join_film",
@@ -53,23 +54,15 @@ class SplitFilm:
     scenes: list[SceneUnit]
 
 
-def _base(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
 def _leaf_scenes(tree: ast.Module) -> list[ast.ClassDef]:
     """Top-level classes that are Scenes (directly or through each other) and not extended."""
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     scenes: set[str] = set()
     for _ in range(len(classes)):
         for cls in classes:
-            if any(_base(b).endswith("Scene") or _base(b) in scenes for b in cls.bases):
+            if any(base_class_name(b).endswith("Scene") or base_class_name(b) in scenes for b in cls.bases):
                 scenes.add(cls.name)
-    parents = {_base(b) for c in classes if c.name in scenes for b in c.bases}
+    parents = {base_class_name(b) for c in classes if c.name in scenes for b in c.bases}
     return [c for c in classes if c.name in scenes and c.name not in parents]
 
 
