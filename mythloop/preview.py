@@ -90,7 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
     log_lock = threading.Lock()
 
     def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
-        pass  # not on the terminal: one line per request would drown serve's output
+        """Nothing on the terminal: a line per request would drown serve's output (requests
+        go to the access log instead, see log_request)."""
 
     def log_request(self, code="-", size="-"):
         if self.access_log is None:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import wave
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -24,21 +25,22 @@ class TTSError(RuntimeError):
     """Speech could not be made; the message says what to install or fix."""
 
 
-class TTSEngine:
+class TTSEngine(ABC):
     """One way to speak text into a WAV file."""
 
     name: ClassVar[str] = ""
     install_hint: ClassVar[str] = ""
 
+    @abstractmethod
     def available(self) -> bool:
-        raise NotImplementedError
+        """Whether the engine can run on this machine."""
 
     def version(self) -> str:
         return ""
 
+    @abstractmethod
     def synthesize(self, text: str, out: Path, *, timeout: float = 120.0) -> float:
         """Speak `text` into the WAV file `out`; returns its duration in seconds."""
-        raise NotImplementedError
 
 
 _ENGINES: dict[str, Callable[[], TTSEngine]] = {}
