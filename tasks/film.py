@@ -37,15 +37,6 @@ def verify(code: str, prompt: str) -> dict:
     return verify_scene(code, prompt).model_dump()
 
 
-@mythloop_task(name="render", retries=0)
-def render(scene_file: str, scene_name: str, quality: str, timeout: float, out_dir: str) -> dict:
-    """Sandboxed manim render (`mythloop render`), killed with its process group at the deadline."""
-    from mythloop.mythos.render import render_scene
-
-    return render_scene(scene_file, scene=scene_name or None, quality=quality, timeout=timeout,
-                        out_dir=out_dir).model_dump()
-
-
 @mythloop_task(name="render-scene", retries=0)
 def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: float,
                       out_dir: str, cache_key: str, use_cache: bool = True) -> dict:

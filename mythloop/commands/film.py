@@ -42,7 +42,8 @@ def film(
         False, "--layout-repair", help="Spend one scoped repair on a scene whose text the "
         "layout check finds off-frame, overlapping or too small."),
     fresh: bool = typer.Option(False, "--fresh", help="Call the model again even for stages "
-                                                      "with cached results."),
+                                                      "with cached results, and render every "
+                                                      "scene again (no scene cache)."),
     runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
                                                     ".mythloop/runs)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),

@@ -25,7 +25,7 @@ class OfflineBackend(Backend):
         timeout: float = DEFAULT_TIMEOUT,
         key: str | None = None,
     ) -> Completion:
-        """The stand-in for step `key` ('intent', ..., 'codegen', 'repair-1')."""
+        """The stand-in for step `key` ('intent', ..., 'codegen', 'repair-scene-NN-K')."""
         if not key:
             raise BackendError("offline: complete() needs key= (the step name, e.g. 'intent')")
         # Imported here: the mythos package is built separately and is not needed otherwise.
