@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import os
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -178,6 +179,8 @@ class _FilmScenes:
         self.code: dict[int, str] = {u.index: u.code for u in units}
         self.timeout = request.render_timeout or _render_timeout()
         self.workers = request.render_workers or os.cpu_count() or 1
+        # set when the flow stops waiting (Ctrl-C, a crash): scenes in flight start no new step
+        self.stopping = threading.Event()
 
     # -- manifest, under one lock: scenes finish on different threads -----------------
     def _record(self, unit: SceneUnit, **fields) -> None:
@@ -229,6 +232,7 @@ class _FilmScenes:
                 except SceneFailed as exc:
                     failures.append(exc)
         except BaseException:
+            self.stopping.set()  # scenes under way start no further render or repair
             pool.shutdown(wait=False, cancel_futures=True)  # scenes not started never start
             raise
         pool.shutdown(wait=True)
@@ -293,6 +297,9 @@ class _FilmScenes:
         layout_repaired = False
         version = "codegen"
         while True:
+            if self.stopping.is_set():
+                raise SceneFailed(unit, f"{unit.label} ({unit.name}): stopped (the film was "
+                                        "interrupted)", kind="interrupted")
             suffix = "" if attempt == 0 else f" (after repair-{attempt})"
             path = self._write_scene(unit, code, version)
             checked = steps.verify.with_options(task_run_name=f"verify-{unit.label}{suffix}")(
@@ -363,6 +370,10 @@ class _FilmScenes:
                 raise SceneFailed(unit, f"{unit.label} ({unit.name}) still fails after "
                                         f"{attempt} repair(s): {_last_line(failure)}; "
                                         f"scene file {path}")
+            if self.stopping.is_set():
+                raise SceneFailed(unit, f"{unit.label} ({unit.name}): stopped before "
+                                        "its repair (the film was interrupted)",
+                                  kind="interrupted")
             attempt += 1
             try:
                 repaired = steps.repair.with_options(  # the backend enforces session.timeout

@@ -160,7 +160,7 @@ def _stop_temporary_server(server, interrupted: bool) -> None:
     if server.proc.poll() is None:
         _flush_to_api(timeout=3.0 if interrupted else 15.0)
         server.drain(timeout=3.0 if interrupted else 20.0)
-    server.stop(grace=3.0 if interrupted else 10.0)
+    server.stop(grace=2.0 if interrupted else 10.0)
 
 
 def _flush_to_api(timeout: float) -> None:
