@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_text_atomic", "write_json_atomic", "append_jsonl", "read_jsonl"]
+__all__ = ["write_text_atomic", "write_json_atomic", "copy_file_atomic", "append_jsonl",
+           "read_jsonl"]
 
 
 def write_text_atomic(path: Path | str, text: str) -> Path:
@@ -36,6 +38,23 @@ def write_json_atomic(path: Path | str, obj: Any) -> Path:
     """Indented JSON, written atomically."""
     return write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str)
                              + "\n")
+
+
+def copy_file_atomic(src: Path | str, dst: Path | str) -> Path:
+    """Copy SRC to DST via a temp file beside DST, fsync, then os.replace (any size, binary)."""
+    target = Path(dst)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as data:
+            shutil.copyfileobj(data, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def append_jsonl(path: Path | str, row: dict) -> None:

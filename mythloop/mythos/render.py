@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mythloop.fileio import write_text_atomic
+from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
@@ -333,16 +333,7 @@ def _place(src: Path, dst: Path) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:  # the stage is on another filesystem: copy
             raise
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as data:
-            shutil.copyfileobj(data, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    copy_file_atomic(src, dst)
 
 
 def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:

@@ -16,13 +16,11 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mythloop.fileio import write_json_atomic
+from mythloop.fileio import copy_file_atomic, write_json_atomic
 from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
 
@@ -179,16 +177,7 @@ class SceneCache:
             # before the video: a hit never lacks the record its render had
             write_json_atomic(self.root / f"{key}.layout.json",
                               json.loads(layout_record.read_text(encoding="utf-8")))
-        target = self.path(key)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".mp4", dir=self.root)
-        os.close(fd)
-        try:
-            shutil.copyfile(video, tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return copy_file_atomic(video, self.path(key))
 
 
 def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
