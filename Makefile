@@ -64,7 +64,8 @@ bench-scale: setup
 	$(PY) bench/run_all.py --only scale
 
 lint: setup
-	$(VENV)/bin/ruff check mythloop flows tasks tests bench
+	$(VENV)/bin/ruff check mythloop mythloop_app flows tasks tests bench deployments
+	$(VENV)/bin/lint-imports
 
 doctor: setup
 	$(VENV)/bin/mythloop doctor
@@ -82,4 +83,4 @@ scale-demo: setup
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql; }
-	$(PY) -m mythloop.scale.demo
+	$(PY) -m mythloop_app.scale.demo

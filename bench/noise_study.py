@@ -51,7 +51,7 @@ def _run(results_dir: Path) -> dict:
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "sweep", *ARGS,
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "sweep", *ARGS,
                            "--results-dir", str(results_dir)], cwd=REPO)
     wall = time.perf_counter() - t0
     done.set()

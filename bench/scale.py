@@ -28,10 +28,10 @@ for _path in (str(REPO), str(REPO / "bench")):
 
 from common import loadavg, machine_info, write_json_atomic  # noqa: E402
 
-from mythloop.scale import api  # noqa: E402
-from mythloop.scale.demo import run_sharded_sweep  # noqa: E402
-from mythloop.scale.procs import stop_process  # noqa: E402
-from mythloop.scale.stack import ScaleStack  # noqa: E402
+from mythloop_app.scale import api  # noqa: E402
+from mythloop_app.scale.demo import run_sharded_sweep  # noqa: E402
+from mythloop_app.scale.procs import stop_process  # noqa: E402
+from mythloop_app.scale.stack import ScaleStack  # noqa: E402
 
 OUT = REPO / "bench" / "scale.json"
 
@@ -74,7 +74,7 @@ def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
     try:
         stack.start()
         id_file, out = stack.root / "burst-id.json", stack.root / "burst.json"
-        proc = stack.spawn("burst", [sys.executable, "-m", "mythloop.scale.driver", "burst",
+        proc = stack.spawn("burst", [sys.executable, "-m", "mythloop_app.scale.driver", "burst",
                                       "--tasks", str(n_tasks), "--id-file", str(id_file),
                                       "--out", str(out)], stack.client_env(), cwd=REPO)
         started = time.monotonic()

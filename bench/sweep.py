@@ -3,7 +3,7 @@
 The seed-sized sweep: conditions c0 and c3, 6 rounds, 1 replicate, the 13 in-distribution
 and null prompts (a prompts file without the held-out rows, which are extra measurement
 rows), simulated judge (noise 0.2). One process starts a temporary Prefect server once
-(heartbeats off, as `mythloop/commands/runtime.py` does), times the start-up and a first
+(heartbeats off, as `mythloop_app/commands/runtime.py` does), times the start-up and a first
 flow run, then alternates plain-loop and flow runs. A fresh `mythloop sweep` process is
 then timed end to end (imports, model load, its own temporary server, the sweep, the
 analysis) with the peak RSS of its whole process tree, server included.
@@ -221,7 +221,7 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
     exe = Path(sys.executable).parent / "mythloop"
     cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
-           ["-m", "mythloop.cli"]), "sweep", "--judge", "simulated", "--noise", "0.2",
+           ["-m", "mythloop_app.cli"]), "sweep", "--judge", "simulated", "--noise", "0.2",
            "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
            "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
     env = bench_env(state_dir)

@@ -36,7 +36,6 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.utilities.annotations import quote
 
 import mythloop
-from flows.common import say
 from mythloop.fileio import write_json_atomic
 from mythloop.llm import LLM_TAG
 from mythloop.settings import get_settings
@@ -44,6 +43,7 @@ from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.inputs import check_inputs, judge_label
 from tasks.analysis import analyze_results, artifact_key
+from tasks.common import say
 from tasks.hooks import record_sweep_failure
 from tasks.sweep import learn_round, learning_turn, measure_round
 
@@ -335,7 +335,7 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
     from prefect.deployments import run_deployment
     from prefect.exceptions import ObjectNotFound
 
-    from mythloop.scale.shards import shard_plan, shard_summary
+    from mythloop.sweep.shards import shard_plan, shard_summary
 
     # Shards load the config on another host: absolute paths where the user gave any,
     # the bundled defaults (resolved there) where not, and no fan-out of their own.
@@ -375,7 +375,7 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.states import Cancelled, Cancelling
 
-    from mythloop.scale.shards import rounds_done
+    from mythloop.sweep.shards import rounds_done
 
     deadline = time.monotonic() + config.shard_timeout if config.shard_timeout else None
     total = len(runs) * config.rounds

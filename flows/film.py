@@ -27,7 +27,6 @@ from prefect.artifacts import (
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
-from flows.common import say
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.avmux import duration_of
 from mythloop.mythos.filmmedia import narration_for_scenes
@@ -44,6 +43,7 @@ from mythloop.mythos.scenes import (
 from mythloop.mythos.stages import STAGES
 from mythloop.preview import preview_url_for
 from tasks import film as steps
+from tasks.common import say
 
 NO_REPAIR_KINDS = {"timeout": "a render timeout is a budget problem, not a code problem",
                    "missing_tool": "a missing LaTeX/ffmpeg/dvisvgm is an environment problem"}

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from prefect import task
 
-from flows.common import say
 from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.study import finish_study, level_config, prepare_study_dir
+from tasks.common import say
 
 __all__ = ["run_noise_study", "analyze_study_results"]
 

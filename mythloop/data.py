@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["data_root", "data_path", "agents_dir", "deployments_dir"]
+__all__ = ["data_root", "data_path", "agents_dir"]
 
 _FOLDERS = ("agents", "fixtures", "deployments")
 
@@ -34,7 +34,3 @@ def data_path(folder: str, *parts: str) -> Path:
 
 def agents_dir() -> Path:
     return data_path("agents")
-
-
-def deployments_dir() -> Path:
-    return data_path("deployments")

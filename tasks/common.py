@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from prefect import Task, task
+from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
@@ -20,7 +20,24 @@ from prefect.states import State
 from mythloop.llm import LLM_TAG, is_retriable
 from mythloop.settings import get_settings
 
-__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG"]
+__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info"]
+
+
+def say(message: str) -> None:
+    """A console line for the person watching, as well as the Prefect log."""
+    print(message, flush=True)
+    try:
+        get_run_logger().info(message)
+    except Exception:  # outside a run context
+        pass
+
+
+def run_logger_info() -> Callable[[str], None] | None:
+    """The run logger's `info` inside a flow or task run (a render's progress lines), else None."""
+    try:
+        return get_run_logger().info
+    except Exception:  # noqa: BLE001 - no usable run context: stay quiet
+        return None
 
 
 def retry_on_retriable(task: Task, task_run: TaskRun, state: State) -> bool:

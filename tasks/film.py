@@ -10,7 +10,7 @@ from __future__ import annotations
 from prefect.context import TaskRunContext
 
 from mythloop.mythos.pipeline import FilmSession
-from tasks.common import mythloop_task
+from tasks.common import mythloop_task, run_logger_info
 
 
 def _film_cache_key(context: TaskRunContext, parameters: dict) -> str:
@@ -55,7 +55,7 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
                 "isolation": [], "layout_findings": cache.get_layout(cache_key)}
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
     result = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
-                          out_dir=out_dir, layout=True).model_dump()
+                          out_dir=out_dir, layout=True, progress=run_logger_info()).model_dump()
     result["cache"] = "miss"
     if result["ok"] and result["video_path"]:
         cache.put(cache_key, Path(result["video_path"]),

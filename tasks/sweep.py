@@ -32,7 +32,7 @@ def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int, catalo
 def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list],
                 contract: str) -> list[dict]:
     """Every learning turn of a round in the library (in-process judges): the turn rows."""
-    from flows.common import say
+    from tasks.common import say
 
     settings = get_settings()
 

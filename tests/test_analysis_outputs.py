@@ -97,7 +97,7 @@ def test_metrics_json_is_strict_json(analysed):
 
 
 def test_cli_analyze(analysed):
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     root, _ = analysed
     out = CliRunner().invoke(app, ["analyze", str(root)], env={"COLUMNS": "200"})
@@ -108,7 +108,7 @@ def test_cli_analyze(analysed):
 
 
 def test_cli_analyze_without_sweep(tmp_path):
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     out = CliRunner().invoke(app, ["analyze", str(tmp_path)], env={"COLUMNS": "200"})
     assert out.exit_code == 2

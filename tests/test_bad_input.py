@@ -1,6 +1,6 @@
 """Bad input: one line on stderr, exit 2, no traceback, before any Prefect server, nothing lost.
 
-Each case runs the real CLI (`python -m mythloop.cli`) in a subprocess, next to an earlier
+Each case runs the real CLI (`python -m mythloop_app.cli`) in a subprocess, next to an earlier
 results dir that must come out byte-identical. The last tests run a sweep and a film for
 real to check what their terminal output says about the judge / backend and the data issues.
 """
@@ -62,7 +62,7 @@ def ws(tmp_path: Path) -> dict[str, Path]:
 def cli(*args: object, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", *map(str, args)],
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
     return proc, time.monotonic() - start
 
@@ -296,7 +296,7 @@ def test_sweep_names_invalid_skills_and_its_judge_and_analyze_prints_data_issues
         prefect_harness, ws):
     from typer.testing import CliRunner
 
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     bad = ws["pool"] / "real" / "wrong-folder"
     bad.mkdir()
@@ -335,7 +335,7 @@ def test_sweep_names_invalid_skills_and_its_judge_and_analyze_prints_data_issues
 def test_film_names_its_offline_backend(prefect_harness, tmp_path):
     from typer.testing import CliRunner
 
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     # a prompt of its own: the session's stage cache must not serve other tests' films
     res = CliRunner().invoke(app, ["film", "labels of the offline backend", "--backend",
@@ -349,7 +349,7 @@ def test_film_names_its_offline_backend(prefect_harness, tmp_path):
 def test_analyze_prints_the_data_issues_it_found(ws):
     from typer.testing import CliRunner
 
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     turns = ws["earlier"] / "c0-rep1" / "turns.jsonl"
     turns.write_text(turns.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mythloop.commands.server import _load_serve_entry, local_server_url
 from mythloop.mythos.request import FilmRequest
 from mythloop.settings import Settings
 from mythloop.sweep import SweepConfig
+from mythloop_app.discovery import local_server_url
 
 STAGE_FLOWS = {"nightly-sweep": "flows/feedback_loop.py:sweep", "film": "flows/film.py:film"}
 
@@ -24,13 +24,15 @@ def _mythloop(args: list[str], state: Path, **env: str) -> subprocess.CompletedP
     full_env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     full_env.update({"MYTHLOOP_STATE_DIR": str(state), "PREFECT_HOME": str(state / "prefect"),
                      **env})
-    return subprocess.run([sys.executable, "-m", "mythloop.cli", *args], env=full_env,
+    return subprocess.run([sys.executable, "-m", "mythloop_app.cli", *args], env=full_env,
                           capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
-def serve_entry(repo_root):
-    return _load_serve_entry(repo_root / "deployments" / "serve.py")
+def serve_entry():
+    from mythloop_app import deployments
+
+    return deployments
 
 
 def test_server_respects_an_existing_api_url(tmp_path):

@@ -78,7 +78,7 @@ def _api(stack_or_url, method: str, path: str, body: dict | None = None):
 
 def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "mythloop.cli", *args], env=env,
+        return subprocess.Popen([sys.executable, "-m", "mythloop_app.cli", *args], env=env,
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
@@ -141,7 +141,7 @@ def test_deployments_listed_with_the_nightly_schedule(stack):
 
 
 def test_serve_rejects_a_bad_cron_in_one_line(stack):
-    bad = subprocess.run([sys.executable, "-m", "mythloop.cli", "serve", "--cron", "61 2 * * *"],
+    bad = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "serve", "--cron", "61 2 * * *"],
                          env=stack.env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: ") and "61 2 * * *" in bad.stderr

@@ -175,8 +175,8 @@ def test_replayed_heat_equation_film_repairs_once_and_plays_30s(tmp_path):
     recorded scoped repair fixes that scene alone and the stitched film plays >= 30 s."""
     from typer.testing import CliRunner
 
-    from mythloop.cli import app
     from mythloop.mythos.avmux import duration_of
+    from mythloop_app.cli import app
 
     runs = tmp_path / "runs"
     result = CliRunner().invoke(app, ["film", "the heat equation", "--backend", "replay",

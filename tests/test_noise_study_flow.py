@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mythloop.cli import app
 from mythloop.sweep import JudgeOptions, SweepConfig
+from mythloop_app.cli import app
 
 LEVELS = (0.0, 0.4)
 
@@ -85,7 +85,7 @@ def test_rerun_resumes_every_level_and_rejects_another_sweep(study):
 
 
 def test_cli_noise_levels_and_conditions_mix():
-    from mythloop.commands.sweep import _split_extras
+    from mythloop_app.commands.sweep import _split_extras
 
     assert _split_extras(0.0, ["0.2", "c3", "0.4", "c4"]) == ([0.0, 0.2, 0.4], ["c3", "c4"])
     assert _split_extras(0.25, []) == ([0.25], [])

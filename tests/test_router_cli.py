@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from mythloop.cli import app
+from mythloop_app.cli import app
 
 POOL_SMALL = Path(__file__).parent / "data" / "pool_small"
 

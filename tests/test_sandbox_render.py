@@ -215,7 +215,7 @@ def test_benign_scene_renders_to_mp4(tmp_path):
 def test_cli_render_benign_mathtex_prints_the_mp4(tmp_path):
     out = tmp_path / "cli"
     proc = subprocess.run(
-        [sys.executable, "-m", "mythloop.cli", "render",
+        [sys.executable, "-m", "mythloop_app.cli", "render",
          str(SCENES / "benign" / "mathtex_caption_story.py"), "-q", "l", "--out", str(out),
          "--timeout", "300"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -250,11 +250,11 @@ def test_scene_error_and_missing_latex_are_told_apart(tmp_path):
 def test_cli_render_failure_is_one_line(tmp_path):
     scene = tmp_path / "empty.py"
     scene.write_text("x = 1\n")
-    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(scene),
                            "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout.strip().count("\n") == 0 and "scene_error" in proc.stdout
-    missing = subprocess.run([sys.executable, "-m", "mythloop.cli", "render",
+    missing = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render",
                               str(tmp_path / "nope.py")], capture_output=True, text=True)
     assert missing.returncode == 2
 
@@ -281,7 +281,7 @@ def test_cli_renders_into_a_private_dir_and_shows_progress(tmp_path, state_dir):
     try:
         assert private.stat().st_mode & 0o777 == 0o700
         proc = subprocess.run(
-            [sys.executable, "-m", "mythloop.cli", "render", str(scene), "-q", "l",
+            [sys.executable, "-m", "mythloop_app.cli", "render", str(scene), "-q", "l",
              "--out", str(private), "--timeout", "300"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         video = Path(proc.stdout.strip())  # stdout holds the path alone

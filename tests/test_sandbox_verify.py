@@ -174,7 +174,7 @@ def test_star_module_table_matches_manim():
 def test_cli_verify_exit_codes(tmp_path):
     from typer.testing import CliRunner
 
-    from mythloop.cli import app
+    from mythloop_app.cli import app
 
     runner = CliRunner()
     good = runner.invoke(app, ["verify", str(BENIGN[0])])
@@ -200,7 +200,7 @@ def test_cli_render_syntax_error_is_one_line_with_its_line(tmp_path):
     scene = tmp_path / "typo_story.py"
     scene.write_text(TYPO)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(scene),
                            "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stdout == ""
@@ -226,7 +226,7 @@ def test_cli_render_unknown_scene_is_one_line(tmp_path):
     scene = tmp_path / "two_story.py"
     scene.write_text(_scene("self.wait()"))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "mythloop.cli", "render", str(scene),
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(scene),
                            "--scene", "Nope", "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()

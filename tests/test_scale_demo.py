@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from mythloop.scale.demo import demo_config, run_sharded_sweep
-from mythloop.scale.procs import port_listening
-from mythloop.scale.stack import ScaleStack
+from mythloop_app.scale.demo import demo_config, run_sharded_sweep
+from mythloop_app.scale.procs import port_listening
+from mythloop_app.scale.stack import ScaleStack
 
 pytestmark = pytest.mark.slow
 

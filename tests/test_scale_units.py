@@ -11,15 +11,15 @@ import uuid
 
 import pytest
 
-from mythloop.scale.procs import (
+from mythloop.sweep import SweepConfig
+from mythloop.sweep.shards import ShardIncomplete, rounds_done, shard_plan, shard_summary
+from mythloop_app.scale.procs import (
     TAG_ENV,
     kill_tagged,
     start_process,
     stop_process,
     tagged_pids,
 )
-from mythloop.scale.shards import ShardIncomplete, rounds_done, shard_plan, shard_summary
-from mythloop.sweep import SweepConfig
 
 
 def _shard(results, name, rounds, turns):

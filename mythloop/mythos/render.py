@@ -409,17 +409,6 @@ class _ProgressRelay:
             self.say(f"render: {doing}, {self.elapsed()}")
 
 
-def _prefect_progress() -> ProgressCallback | None:
-    """The Prefect run logger's `info` inside a Prefect task run (a film's render task)."""
-    try:
-        from prefect.context import TaskRunContext
-        from prefect.logging import get_run_logger
-
-        return get_run_logger().info if TaskRunContext.get() is not None else None
-    except Exception:  # noqa: BLE001 - no Prefect, or no usable run context: stay quiet
-        return None
-
-
 def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: str = "l",
                  timeout: float | None = None, out_dir: str | os.PathLike | None = None,
                  manim_cmd: list[str] | None = None, env_extra: dict[str, str] | None = None,
@@ -467,7 +456,6 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     python = _python_for(cmd)
     hooked = python is not None and audit_hook
     namespaced = _namespaces_work()
-    progress = progress if progress is not None else _prefect_progress()
     stage = _make_stage(namespaced)
     log_path = work / "render.log"
     try:

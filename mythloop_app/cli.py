@@ -1,7 +1,7 @@
 """The `mythloop` command line (typer).
 
 Each area of the project registers its own commands from
-`mythloop/commands/<area>.py` (a `register(app)` function), so this file stays
+`mythloop_app/commands/<area>.py` (a `register(app)` function), so this file stays
 small. Heavy imports (torch, Prefect, manim) happen inside the command bodies,
 which keeps `mythloop --help` fast.
 """
@@ -39,7 +39,7 @@ _COMMAND_MODULES = (
 )
 
 for _name in _COMMAND_MODULES:
-    importlib.import_module(f"mythloop.commands.{_name}").register(app)
+    importlib.import_module(f"mythloop_app.commands.{_name}").register(app)
 
 
 @app.callback()

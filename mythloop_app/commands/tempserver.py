@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mythloop.scale import procs
+from mythloop_app.scale import procs
 
 __all__ = ["TemporaryServer"]
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mythloop.scale import api
-from mythloop.scale.postgres import LocalPostgres
-from mythloop.scale.procs import (
+from mythloop.settings import get_settings
+from mythloop_app.scale import api
+from mythloop_app.scale.postgres import LocalPostgres
+from mythloop_app.scale.procs import (
     TAG_ENV,
     free_port,
     http_ok,
@@ -34,7 +35,6 @@ from mythloop.scale.procs import (
     tagged_pids,
     wait_until,
 )
-from mythloop.settings import get_settings
 
 __all__ = ["ScaleStack", "POOL", "repo_root"]
 
@@ -133,11 +133,7 @@ class ScaleStack:
         self._wait(lambda: http_ok(f"{self.api_url}/health"), "Prefect server", "server", proc)
 
     def _pool_exists(self) -> bool:
-        try:
-            api.call(self.api_url, f"/work_pools/{POOL}")
-        except api.ApiError:
-            return False
-        return True
+        return api.pool_exists(self.api_url, POOL)
 
     def add_workers(self, count: int) -> None:
         """Start `count` more workers on the pool and wait until the API lists them online.
@@ -172,9 +168,9 @@ class ScaleStack:
             raise RuntimeError(f"{exc}; its log ends:\n{self.log(log)}") from None
 
     def driver(self, *args: str, timeout: float, name: str) -> dict:
-        """Run `python -m mythloop.scale.driver ARGS` against the API; its JSON answer."""
+        """Run `python -m mythloop_app.scale.driver ARGS` against the API; its JSON answer."""
         out = self.root / f"{name}.json"
-        proc = self.spawn(name, [sys.executable, "-m", "mythloop.scale.driver", *args,
+        proc = self.spawn(name, [sys.executable, "-m", "mythloop_app.scale.driver", *args,
                                   "--out", str(out)], self.client_env(), cwd=repo_root())
         self.driver_pids[name] = proc.pid
         try:

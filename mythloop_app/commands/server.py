@@ -15,62 +15,17 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
-__all__ = ["register", "local_server_url", "server_file", "read_server_file"]
+from mythloop_app.discovery import _healthy, local_server_url, read_server_file, server_file
+
+__all__ = ["register"]
 
 _STOP_GRACE_S = 20.0
-
-
-def server_file() -> Path:
-    """Where a running `mythloop server` records its address."""
-    from mythloop.settings import get_settings
-
-    return get_settings().state_root / "server.json"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return True
-
-
-def _healthy(api_url: str, timeout: float = 2.0) -> bool:
-    """True when the Prefect API answers its health check."""
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
-            return response.status == 200
-    except (OSError, ValueError):
-        return False
-
-
-def read_server_file() -> dict | None:
-    """The running local server's record, or None when there is none (or it is stale)."""
-    path = server_file()
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or not _pid_alive(int(info.get("pid", 0) or 0)):
-        return None
-    return info
-
-
-def local_server_url() -> str | None:
-    """The API URL of a healthy `mythloop server` of this state folder, if one runs."""
-    info = read_server_file()
-    if info and _healthy(info["api_url"]):
-        return info["api_url"]
-    return None
 
 
 def _free_port(host: str) -> int:
@@ -304,11 +259,10 @@ def serve(
     cron = cron or settings.schedule_cron
     timezone = timezone or settings.timezone
     os.environ["PREFECT_API_URL"] = api_url  # the served flow runs' processes inherit it
-    from mythloop.commands.runtime import flow_runtime
-    from mythloop.data import deployments_dir
+    from mythloop_app import deployments as entry
+    from mythloop_app.commands.runtime import flow_runtime
 
     with flow_runtime(verbose=verbose, stopped="stopped serving"):
-        entry = _load_serve_entry(deployments_dir() / "serve.py")
         try:
             deployments = entry.build_deployments(cron=cron, timezone=timezone)
         except ValueError as exc:
@@ -357,17 +311,6 @@ def _find_server(wait: float) -> str | None:
         if url or time.monotonic() >= deadline:
             return url
         time.sleep(1.0)
-
-
-def _load_serve_entry(path: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("mythloop_deployments_serve", path)
-    if spec is None or spec.loader is None:
-        raise typer.BadParameter(f"cannot load the serve entry {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def register(app: typer.Typer) -> None:

@@ -19,8 +19,6 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                  stopped: str | None = None) -> Iterator[None]:
     """Run flows from the CLI.
 
-    - The repo root goes on sys.path so the top-level `flows` and `tasks` packages import
-      from a source checkout.
     - Prefect's per-task console lines are hidden unless --verbose (the flows print one
       line per round or stage; every log still reaches the Prefect API and UI).
     - Without PREFECT_API_URL, a running `mythloop server` of this state folder is used
@@ -35,17 +33,13 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
       A second Ctrl-C stops everything at once. For a command that runs until Ctrl-C
       (`serve`), `stopped` is the line printed instead, and the exit code is 0.
     """
-    from mythloop.commands.server import local_server_url
-    from mythloop.data import data_root
+    from mythloop_app.discovery import local_server_url
 
     if not os.environ.get("PREFECT_API_URL"):
         local = local_server_url()
         if local:  # set before Prefect reads its settings; child processes inherit it
             os.environ["PREFECT_API_URL"] = local
 
-    root = str(data_root())
-    if root not in sys.path:
-        sys.path.insert(0, root)
     if not verbose:
         for handler in ("CONSOLE", "CONSOLE_FLOW_RUNS", "CONSOLE_TASK_RUNS"):
             os.environ.setdefault(f"PREFECT_LOGGING_HANDLERS_{handler}_LEVEL", "WARNING")
@@ -55,7 +49,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
     state = {"server": None, "interrupted": False}
 
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
-        from mythloop.scale.procs import kill_descendants
+        from mythloop_app.scale.procs import kill_descendants
 
         if state["server"] is not None:
             state["server"].stop(grace=0.0)
@@ -97,7 +91,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             finally:
                 if state["interrupted"]:  # what the flows started goes before the server
                     say_interrupted()
-                    from mythloop.scale.procs import kill_descendants
+                    from mythloop_app.scale.procs import kill_descendants
 
                     server = state["server"]
                     kill_descendants(spare=[server.pgid] if server and server.pgid else [])
@@ -119,8 +113,8 @@ def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:
     """Start the temporary server and point this process (and its children) at it."""
     import typer
 
-    from mythloop.commands.tempserver import TemporaryServer
     from mythloop.settings import get_settings
+    from mythloop_app.commands.tempserver import TemporaryServer
 
     home = os.environ.get("PREFECT_HOME")
     server = TemporaryServer(prefect_home=Path(home) if home else get_settings().prefect_home)

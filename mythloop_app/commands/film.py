@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from mythloop.commands.runtime import flow_runtime, ui_hint
 from mythloop.mythos.request import FILM_BACKENDS as BACKENDS
+from mythloop_app.commands.runtime import flow_runtime, ui_hint
 
 
 def film(

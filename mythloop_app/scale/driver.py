@@ -1,7 +1,6 @@
-"""The Prefect side of the scale-out stack, run only as `python -m mythloop.scale.driver ...`.
+"""The Prefect side of the scale-out stack, run only as `python -m mythloop_app.scale.driver ...`.
 
-The mythloop package never imports Prefect: this module imports it inside its commands, and
-the stack runs them as child processes pointed at the stack's API (PREFECT_API_URL), so the
+Prefect is imported inside the commands, and the stack runs them as child processes pointed at the stack's API (PREFECT_API_URL), so the
 process that drives the stack stays free of Prefect state.
 
     deploy --pool P --source DIR      condition-run/condition-run and sweep/sharded-sweep -> P
@@ -12,20 +11,14 @@ process that drives the stack stays free of Prefect state.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from mythloop.fileio import write_json_atomic
 
 SHARD_DEPLOYMENT = "condition-run/condition-run"
 SWEEP_DEPLOYMENT = "sweep/sharded-sweep"
 ENTRYPOINT = "flows/feedback_loop.py"
-
-
-def _write(path: str, data: dict) -> None:
-    out = Path(path)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(out)
 
 
 def deploy(pool: str, source: Path) -> dict:
@@ -71,14 +64,14 @@ def burst(n_tasks: int, id_path: Path) -> dict:
 
     @flow(name="task-burst", persist_result=False)
     def task_burst(n: int) -> int:
-        _write(str(id_path), {"flow_run_id": str(flow_run.id)})
+        write_json_atomic(id_path, {"flow_run_id": str(flow_run.id)})
         return sum(f.result() for f in [noop.submit(i) for i in range(n)])
 
     return {"sum": task_burst(n_tasks)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mythloop.scale.driver")
+    parser = argparse.ArgumentParser(prog="python -m mythloop_app.scale.driver")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("deploy")
     p.add_argument("--pool", required=True)
@@ -92,16 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--id-file", type=Path, required=True)
     p.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    root = str(Path(__file__).resolve().parents[2])
-    if root not in sys.path:  # `flows` and `tasks` import from the checkout
-        sys.path.insert(0, root)
     if args.command == "deploy":
         result = deploy(args.pool, args.source)
     elif args.command == "sweep":
         result = run_sweep(args.config)
     else:
         result = burst(args.tasks, args.id_file)
-    _write(args.out, result)
+    write_json_atomic(args.out, result)
     return 0
 
 

@@ -5,7 +5,7 @@
     stack     the whole stack as child processes, stopped without leftovers
     api       the Prefect REST reads the stack needs (plain HTTP)
     demo      `make scale-demo`: a sharded sweep on two workers, checked
-    driver    the Prefect side, run only as `python -m mythloop.scale.driver` child processes
+    driver    the Prefect side, run only as `python -m mythloop_app.scale.driver` child processes
 
 No module here imports Prefect at import time (docs/scaling.md).
 """

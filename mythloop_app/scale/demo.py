@@ -1,6 +1,6 @@
 """`make scale-demo`: a sharded sweep on PostgreSQL-backed Prefect with two workers, checked.
 
-    python -m mythloop.scale.demo [--workers 2] [--rounds 2] [--replicates 2] [--keep]
+    python -m mythloop_app.scale.demo [--workers 2] [--rounds 2] [--replicates 2] [--keep]
 
 Starts PostgreSQL, a Prefect server on it, the `mythloop` process work pool and the workers;
 deploys condition-run; runs the parent sweep (2 conditions x 2 replicates x 2 rounds, simulated
@@ -17,11 +17,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mythloop.scale import api
-from mythloop.scale.driver import SHARD_DEPLOYMENT
-from mythloop.scale.shards import shard_plan
-from mythloop.scale.stack import POOL, ScaleStack
 from mythloop.sweep import SweepConfig
+from mythloop.sweep.shards import shard_plan
+from mythloop_app.scale import api
+from mythloop_app.scale.driver import SHARD_DEPLOYMENT
+from mythloop_app.scale.stack import POOL, ScaleStack
 
 __all__ = ["demo_config", "shard_facts", "check_sharded_sweep", "run_sharded_sweep", "main"]
 
@@ -46,12 +46,12 @@ def shard_facts(stack: ScaleStack, deployment_id: str, settle_s: float = 30.0) -
         time.sleep(1.0)
     rows = []
     for run in sorted(runs, key=lambda r: r["name"]):
-        parent_task = (api.call(stack.api_url, f"/task_runs/{run['parent_task_run_id']}")
-                       if run.get("parent_task_run_id") else None)
+        parent = (api.parent_flow_run_id(stack.api_url, run["parent_task_run_id"])
+                  if run.get("parent_task_run_id") else None)
         rows.append({"name": run["name"], "flow_run_id": run["id"], "state": run["state_type"],
                      "work_pool": run.get("work_pool_name"), "worker": taken.get(run["id"]),
                      "pid": run.get("infrastructure_pid"),
-                     "parent_flow_run_id": parent_task["flow_run_id"] if parent_task else None})
+                     "parent_flow_run_id": parent})
     return rows
 
 
@@ -119,7 +119,7 @@ def _print_facts(facts: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mythloop.scale.demo",
+    parser = argparse.ArgumentParser(prog="python -m mythloop_app.scale.demo",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)

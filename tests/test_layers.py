@@ -1,0 +1,64 @@
+"""The layer boundary: the import contracts in pyproject.toml hold, and they catch a breach.
+
+`lint-imports` (import-linter, also run by `make lint`) checks:
+mythloop_app > flows > tasks > mythloop, the library free of Prefect and typer, and no import
+cycles between the library's packages or the app's modules. The breach tests copy the source
+packages to a temporary folder, add one bad import and expect the check to fail naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGES = ("mythloop", "mythloop_app", "flows", "tasks")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(lint), "--config", str(root / "pyproject.toml"), "--no-cache"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy_sources(repo_root: Path, dest: Path) -> Path:
+    for package in PACKAGES:
+        shutil.copytree(repo_root / package, dest / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(repo_root / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def test_the_import_contracts_hold(repo_root):
+    result = _lint_imports(repo_root)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(("module", "line", "broken"), [
+    ("mythloop/router/ranker.py", "import prefect  # breach", "imports neither Prefect"),
+    ("mythloop/sweep/condition.py", "import typer  # breach", "imports neither Prefect"),
+    ("mythloop/mythos/scenes.py", "import tasks.film  # breach", "Layers"),
+    ("tasks/sweep.py", "import flows.feedback_loop  # breach", "Layers"),
+    ("flows/film.py", "import mythloop_app.cli  # breach", "Layers"),
+    ("mythloop/skills/catalog.py", "import mythloop.sweep  # breach", "No import cycles"),
+])
+def test_a_breach_breaks_a_contract(repo_root, tmp_path, module, line, broken):
+    root = _copy_sources(repo_root, tmp_path)
+    target = root / module
+    text = target.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    target.write_text(head + sep + line + "\n" + rest if sep else line + "\n" + text,
+                      encoding="utf-8")
+    result = _lint_imports(root)
+    assert result.returncode != 0, result.stdout[-3000:]
+    broken_part = result.stdout.split("Broken contracts", 1)[-1]
+    assert broken in broken_part, result.stdout[-3000:]
+    dotted = module.removesuffix(".py").replace("/", ".")
+    top = dotted.split(".")[1] if dotted.startswith("mythloop.") else dotted
+    assert top in broken_part, result.stdout[-3000:]
