@@ -38,27 +38,35 @@ def client(api_url: str) -> Iterator[SyncPrefectClient]:
         raise ApiError(" ".join(str(exc).split())[:300]) from None
 
 
-def pool_exists(api_url: str, pool: str) -> bool:
-    """True when the work pool is there."""
+def _not_found(exc: Exception) -> bool:
+    """A 404 from the API, however the client reports it."""
     from prefect.exceptions import ObjectNotFound
 
+    response = getattr(exc, "response", None)
+    return isinstance(exc, ObjectNotFound) or getattr(response, "status_code", None) == 404
+
+
+def pool_exists(api_url: str, pool: str) -> bool:
+    """True when the work pool is there."""
     with client(api_url) as prefect:
         try:
             prefect.read_work_pool(pool)
-        except ObjectNotFound:
-            return False
+        except Exception as exc:
+            if _not_found(exc):
+                return False
+            raise
     return True
 
 
 def online_workers(api_url: str, pool: str) -> list[str]:
     """Names of the pool's workers the API counts as ONLINE (none while the pool is missing)."""
-    from prefect.exceptions import ObjectNotFound
-
     with client(api_url) as prefect:
         try:
             workers = prefect.read_workers_for_work_pool(pool)
-        except ObjectNotFound:
-            return []
+        except Exception as exc:
+            if _not_found(exc):
+                return []
+            raise
     return sorted(w.name for w in workers if str(getattr(w.status, "value", w.status)) == "ONLINE")
 
 
