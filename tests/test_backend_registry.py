@@ -12,9 +12,16 @@ from typing import get_args
 import pytest
 
 import mythloop.llm as llm
-from mythloop.llm import Backend, Completion, backend_names, get_backend, register_backend
-from mythloop.llm import registry
-from mythloop.vocab import FILM_BACKENDS, JUDGES, QUALITIES, SIMULATED_JUDGES, FilmBackend, Judge, Quality
+from mythloop.llm import Backend, Completion, backend_names, get_backend, register_backend, registry
+from mythloop.vocab import (
+    FILM_BACKENDS,
+    JUDGES,
+    QUALITIES,
+    SIMULATED_JUDGES,
+    FilmBackend,
+    Judge,
+    Quality,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT_IN = ("gemini", "claude", "codex", "openai", "simulated", "oracle", "replay", "offline")
