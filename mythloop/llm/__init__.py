@@ -5,13 +5,12 @@
     reply = backend.complete("Explain X", system="Be brief", timeout=120)
 
 Backends: gemini, claude, codex (vendor CLIs), openai (chat-completions HTTP),
-simulated / oracle (judges for sweeps), replay (cassettes), offline (stand-ins).
+simulated / oracle (judges for sweeps), replay (cassettes), offline (stand-ins; the class is
+registered in mythloop.mythos.offline). Each backend class registers itself with
+`@register_backend(name)` (mythloop.llm.registry); `backend_names()` lists them.
 """
 
 from __future__ import annotations
-
-import inspect
-from collections.abc import Callable
 
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import (
@@ -32,6 +31,7 @@ from mythloop.llm.errors import (
     is_retriable,
 )
 from mythloop.llm.ladder import FallbackLadder
+from mythloop.llm.registry import backend_names, get_backend, register_backend
 
 __all__ = [
     "LLM_TAG",
@@ -41,6 +41,8 @@ __all__ = [
     "Completion",
     "FallbackLadder",
     "get_backend",
+    "backend_names",
+    "register_backend",
     "BackendError",
     "AuthError",
     "RetriableError",
@@ -62,37 +64,8 @@ LLM_TAG = "llm"
 """Prefect tag carried by every model-call task (a global concurrency limit caps it)."""
 
 
-def _registry() -> dict[str, Callable[..., Backend]]:
-    # Imported lazily so `import mythloop.llm` stays cheap.
-    from mythloop.llm.cli_backends import ClaudeBackend, CodexBackend, GeminiBackend
-    from mythloop.llm.offline import OfflineBackend
-    from mythloop.llm.openai_backend import OpenAIBackend
-    from mythloop.llm.replay import ReplayBackend
-    from mythloop.llm.simulated import OracleJudge, SimulatedJudge
-
-    return {
-        "gemini": GeminiBackend,
-        "claude": ClaudeBackend,
-        "codex": CodexBackend,
-        "openai": OpenAIBackend,
-        "simulated": SimulatedJudge,
-        "oracle": OracleJudge,
-        "replay": ReplayBackend,
-        "offline": OfflineBackend,
-    }
-
-
-BACKEND_NAMES = ("gemini", "claude", "codex", "openai", "simulated", "oracle", "replay", "offline")
-
-
-def get_backend(name: str, **options) -> Backend:
-    """Build the backend called `name` with `options` (e.g. model=, command=, topic=, tiers=)."""
-    registry = _registry()
-    cls = registry.get((name or "").strip().lower())
-    if cls is None:
-        raise ValueError(f"unknown model backend {name!r}; choose one of: {', '.join(BACKEND_NAMES)}")
-    try:
-        inspect.signature(cls).bind(**options)
-    except TypeError as exc:
-        raise ValueError(f"backend {name!r}: bad options {sorted(options)} ({exc})") from None
-    return cls(**options)
+def __getattr__(name: str):
+    # BACKEND_NAMES is read from the registry on first use (importing the backend modules).
+    if name == "BACKEND_NAMES":
+        return backend_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

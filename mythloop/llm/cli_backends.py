@@ -18,6 +18,7 @@ from mythloop.llm.errors import (
     ToolMissing,
     classify_failure,
 )
+from mythloop.llm.registry import register_backend
 from mythloop.llm.runner import CLIResult, resolve_executable, run_cli
 
 __all__ = [
@@ -165,6 +166,7 @@ def prepare_workspace(workspace: Path, skills: Iterable[str | Path] = ()) -> Pat
     return skills_dir
 
 
+@register_backend("gemini")
 class GeminiBackend(CLIBackend):
     """`gemini --prompt P --model M --approval-mode plan --output-format stream-json`."""
 
@@ -230,6 +232,7 @@ class GeminiBackend(CLIBackend):
 # --------------------------------------------------------------------------- claude
 
 
+@register_backend("claude")
 class ClaudeBackend(CLIBackend):
     """`claude -p --output-format text --model M [--append-system-prompt S]`, prompt on stdin."""
 
@@ -260,6 +263,7 @@ class ClaudeBackend(CLIBackend):
 # --------------------------------------------------------------------------- codex
 
 
+@register_backend("codex")
 class CodexBackend(CLIBackend):
     """`codex exec --model M --output-last-message FILE -`, prompt on stdin, reply read from FILE."""
 

@@ -20,10 +20,12 @@ from mythloop.llm.errors import (
     first_line,
     login_hint,
 )
+from mythloop.llm.registry import register_backend
 
 __all__ = ["OpenAIBackend"]
 
 
+@register_backend("openai")
 class OpenAIBackend(Backend):
     """POST `<base_url>/chat/completions`; base URL and key from settings unless given."""
 

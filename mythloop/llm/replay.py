@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, EmptyOutput, MissingCassette
+from mythloop.llm.registry import register_backend
 
 __all__ = ["ReplayBackend", "topic_slug", "cassette_path", "write_cassette"]
 
@@ -48,6 +49,7 @@ def write_cassette(cassette_dir: Path, topic: str, key: str, prompt: str | None,
     return path
 
 
+@register_backend("replay")
 class ReplayBackend(Backend):
     """Answers from recordings keyed by topic and step, so editing a charter does not orphan them."""
 

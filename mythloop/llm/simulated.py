@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
+from mythloop.llm.registry import register_backend
 
 __all__ = [
     "SimulatedJudge",
@@ -126,6 +127,7 @@ def expected_from_prompts(path: str | Path) -> dict[str, str | None]:
     return out
 
 
+@register_backend("simulated")
 class SimulatedJudge(Backend):
     """Deterministic judge over known tiers; every answer says it is simulated."""
 
@@ -278,6 +280,7 @@ class SimulatedJudge(Backend):
         )
 
 
+@register_backend("oracle")
 class OracleJudge(SimulatedJudge):
     """The simulated judge with zero noise: verdicts always match the tiers."""
 

@@ -1,14 +1,22 @@
-"""Deterministic offline stand-ins for every Mythos model call (no model, no network)."""
+"""Deterministic offline stand-ins for every Mythos model call (no model, no network).
+
+`OfflineBackend` puts them behind the backend interface: importing this module registers it as
+the "offline" model backend (`mythloop.llm.get_backend("offline")` imports it by name).
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 
+from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
+from mythloop.llm.errors import BackendError, EmptyOutput
+from mythloop.llm.registry import register_backend
 from mythloop.mythos.extract import ExtractionError, extract_json_object
 
 __all__ = ["offline_response", "offline_artifact", "OFFLINE_SCENE_NAME", "offline_scene", "offline_repair",
-           "topic_from_prompt"]
+           "topic_from_prompt", "OfflineBackend"]
 
 OFFLINE_SCENE_NAME = "MythosOfflineJourney"
 _MARKER = "INPUT ARTIFACT JSON:"
@@ -283,3 +291,36 @@ def offline_response(key: str, prompt: str) -> str:
     if key == "codegen":
         return "```python\n" + offline_scene(topic) + "```\n"
     return json.dumps(offline_artifact(key, topic), indent=2)
+
+
+@register_backend("offline")
+class OfflineBackend(Backend):
+    """Answers each film step with fixed text; needs no login, no network."""
+
+    name = "offline"
+    default_model = "offline-stand-in"
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        model: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        key: str | None = None,
+    ) -> Completion:
+        """The stand-in for step `key` ('intent', ..., 'codegen', 'repair-scene-NN-K')."""
+        if not key:
+            raise BackendError("offline: complete() needs key= (the step name, e.g. 'intent')")
+        started = time.monotonic()
+        text = offline_response(key, prompt)
+        if not text or not text.strip():
+            raise EmptyOutput(f"offline: no stand-in text for key {key!r}")
+        return Completion(
+            text=text,
+            model=self.default_model,
+            elapsed_s=time.monotonic() - started,
+            raw=text,
+            backend=self.name,
+            simulated=False,
+        )

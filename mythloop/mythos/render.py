@@ -40,11 +40,11 @@ from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
+from mythloop.vocab import QUALITIES
 
 __all__ = ["RenderLimits", "RenderResult", "render_scene", "scene_names", "QUALITIES",
            "ProgressCallback"]
 
-QUALITIES = ("l", "m", "h", "p", "k")
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
 _HERE = Path(__file__).resolve().parent

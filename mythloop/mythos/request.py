@@ -7,16 +7,14 @@ The field descriptions are what the Prefect UI shows on the film deployment's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-__all__ = ["FilmBackend", "FilmRequest", "FILM_BACKENDS", "QUALITIES"]
+from mythloop.vocab import FILM_BACKENDS, QUALITIES, FilmBackend, Quality
 
-FilmBackend = Literal["offline", "replay", "claude", "gemini", "codex", "openai"]
-"""The film's model backends (the CLI, the request and the UI form offer these)."""
-FILM_BACKENDS: tuple[str, ...] = get_args(FilmBackend)
-QUALITIES = ("l", "m", "h", "p", "k")
+__all__ = ["FilmBackend", "FilmRequest", "FILM_BACKENDS", "Quality", "QUALITIES"]
+# FilmBackend and Quality (the CLI, the request and the UI form offer these) live in mythloop.vocab.
 
 
 class FilmRequest(BaseModel):
@@ -25,7 +23,7 @@ class FilmRequest(BaseModel):
     prompt: str = Field(..., min_length=1, max_length=2000,
                         description="What the film should explain, e.g. 'the heat equation'.")
     render: bool = Field(True, description="Render the scene to an mp4 after codegen and verify.")
-    quality: Literal["l", "m", "h", "p", "k"] = Field(
+    quality: Quality = Field(
         "l", description="Manim quality: l=480p15 (fast), m=720p30, h=1080p60, p=1440p60, k=4K.")
     backend: FilmBackend = Field(
         "offline", description="Model backend. offline = deterministic stand-ins; replay = "

@@ -5,20 +5,18 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from mythloop.data import data_path
+from mythloop.vocab import JUDGES, SIMULATED_JUDGES, Judge
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
            "replicate_seed"]
 
-Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
-"""Who plays the model in learning turns (the CLI, the config and the UI form offer these)."""
-JUDGES: tuple[str, ...] = get_args(Judge)
-SIMULATED_JUDGES = {"simulated", "oracle"}
+# Judge / JUDGES (who plays the model in learning turns) are defined in mythloop.vocab.
 # Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
 # started in-process resumes fanned out and back, and at any concurrency. `strict` only decides
 # whether invalid skills stop it.
