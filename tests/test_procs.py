@@ -15,8 +15,9 @@ import pytest
 
 from mythloop import procs
 
-# A child that starts a grandchild (in its own session when asked), prints the grandchild's
-# pid, then sleeps; with IGNORE_TERM both ignore SIGTERM.
+# A child that starts a grandchild (in its own session when asked), then sleeps; the
+# grandchild, once running, prints its pid on the shared stdout; with IGNORE_TERM both
+# ignore SIGTERM.
 _PARENT = textwrap.dedent("""
     import signal, subprocess, sys, time
     ignore = "IGNORE_TERM" in sys.argv
@@ -24,11 +25,11 @@ _PARENT = textwrap.dedent("""
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     grandchild = subprocess.Popen(
         [sys.executable, "-c",
-         "import signal, sys, time\\n"
+         "import os, signal, sys, time\\n"
          "if 'IGNORE_TERM' in sys.argv: signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+         "print(os.getpid(), flush=True)\\n"
          "time.sleep(600)", *sys.argv[1:]],
         start_new_session="SETSID" in sys.argv)
-    print(grandchild.pid, flush=True)
     time.sleep(600)
 """)
 
@@ -37,7 +38,7 @@ def _family(*flags: str, env: dict[str, str] | None = None) -> tuple[subprocess.
     proc = procs.start_session([sys.executable, "-c", _PARENT, *flags], stdout=subprocess.PIPE,
                                text=True, env=env)
     line = proc.stdout.readline()
-    assert line.strip().isdigit(), f"the child printed {line!r}"
+    assert line.strip().isdigit(), f"the grandchild printed {line!r}"
     return proc, int(line)
 
 
