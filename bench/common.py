@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from mythloop import procs
 from mythloop.fileio import write_json_atomic, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,33 +158,11 @@ class TreeSampler:
         self._thread.join()
 
 
-def _marked(token: str) -> list[int]:
-    """Pids whose environment carries MYTHLOOP_BENCH_CHILD=<token>."""
-    needle, found = f"MYTHLOOP_BENCH_CHILD={token}".encode(), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                if needle in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def reap_escaped(token: str) -> int:
-    """Stop processes a child left behind in other sessions (database, workers): TERM, then KILL."""
-    pids = _marked(token)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 10
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.2)
-            pids = _marked(token)
-        if not pids:
-            break
-    return len(pids)
+    """Stop processes a child left behind in other sessions (database, workers): TERM, then
+    KILL; how many are still there after that."""
+    procs.kill_marked("MYTHLOOP_BENCH_CHILD", token, grace=10.0)
+    return len(procs.marked_pids("MYTHLOOP_BENCH_CHILD", token))
 
 
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -198,8 +177,7 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = procs.start_session(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
     timed_out = False
     with TreeSampler(proc.pid) as sampler:
         deadline = time.monotonic() + timeout
@@ -209,7 +187,7 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
                 break
             if time.monotonic() > deadline:
                 timed_out = True
-                os.killpg(proc.pid, 9)
+                procs.signal_group(proc.pid, signal.SIGKILL)
                 pid, status, usage = os.wait4(proc.pid, 0)
                 break
             time.sleep(0.05)

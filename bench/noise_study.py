@@ -105,7 +105,9 @@ def main() -> None:
         "note": args.note,
         **figures(args.results_dir.resolve()),
     }
-    OUT.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    from mythloop.fileio import write_text_atomic
+
+    write_text_atomic(OUT, json.dumps(record, indent=2) + "\n")
     print(f"wrote {OUT}")
 
 

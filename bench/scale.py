@@ -28,9 +28,9 @@ for _path in (str(REPO), str(REPO / "bench")):
 
 from common import loadavg, machine_info, write_json_atomic  # noqa: E402
 
+from mythloop.procs import stop_process  # noqa: E402
 from mythloop_app.scale import api  # noqa: E402
 from mythloop_app.scale.demo import run_sharded_sweep  # noqa: E402
-from mythloop_app.scale.procs import stop_process  # noqa: E402
 from mythloop_app.scale.stack import ScaleStack  # noqa: E402
 
 OUT = REPO / "bench" / "scale.json"

@@ -45,6 +45,7 @@ from common import (  # noqa: E402
     run_child,
     stats,
     wait_until_idle,
+    write_text_atomic,
 )
 
 TARGET_WALL_S = 60.0
@@ -410,7 +411,7 @@ def profile_flow(out: Path, rounds: int, workdir: Path) -> int:
         profiler.start()
         flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
         profiler.stop()
-    out.write_text(profiler.output_text(unicode=False, color=False), encoding="utf-8")
+    write_text_atomic(out, profiler.output_text(unicode=False, color=False))
     print(f"profile: {out}")
     return 0
 

@@ -2,19 +2,31 @@
 
 A kill at any moment leaves either the old file or the new one, never half of one, and
 appended JSONL rows are whole lines.
+
+    write_text_atomic(path, text)   text via a temp file beside it, fsync, os.replace
+    write_json_atomic(path, obj)    indented JSON, the same way
+    copy_file_atomic(src, dst)      a copy of any size, the same way
+    replacing(path)                 a temp path beside PATH for a writer that wants a file
+                                    name (ffmpeg, espeak-ng, savefig); renamed over PATH
+                                    when the block ends cleanly, removed otherwise
+    append_jsonl(path, row)         one whole, fsynced line per row
+    read_jsonl(path)                the rows, a torn last line dropped
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_text_atomic", "write_json_atomic", "copy_file_atomic", "append_jsonl",
-           "read_jsonl"]
+__all__ = ["write_text_atomic", "write_json_atomic", "copy_file_atomic", "replacing",
+           "append_jsonl", "read_jsonl"]
 
 
 def write_text_atomic(path: Path | str, text: str) -> Path:
@@ -55,6 +67,24 @@ def copy_file_atomic(src: Path | str, dst: Path | str) -> Path:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+@contextlib.contextmanager
+def replacing(path: Path | str) -> Iterator[Path]:
+    """A fresh temp path beside PATH (same suffix, so tools pick the format from the name;
+    not created: the writer makes it). When the block ends without an exception the file is
+    fsynced and renamed over PATH (FileNotFoundError when the writer made none); on an
+    exception it is removed and PATH is left as it was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.part{target.suffix}")
+    try:
+        yield tmp
+        with open(tmp, "rb") as data:
+            os.fsync(data.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def append_jsonl(path: Path | str, row: dict) -> None:

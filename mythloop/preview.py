@@ -18,6 +18,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from mythloop import procs
 from mythloop.fileio import write_json_atomic
 
 __all__ = ["PreviewServer", "preview_file", "preview_base_url", "preview_url_for",
@@ -45,23 +46,13 @@ def preview_file() -> Path:
     return get_settings().state_root / "preview.json"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def preview_base_url() -> str | None:
     """The running preview server's address for this state folder, or None."""
     try:
         info = json.loads(preview_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(info, dict) or not _pid_alive(int(info.get("pid", 0) or 0)):
+    if not isinstance(info, dict) or not procs.pid_alive(int(info.get("pid", 0) or 0)):
         return None
     return info.get("url")
 

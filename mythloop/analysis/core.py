@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +12,9 @@ from mythloop.analysis.load import load_results
 from mythloop.analysis.plots import draw_figures
 from mythloop.analysis.report import headline_rows, render_report, round_rows
 from mythloop.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from mythloop.fileio import write_text_atomic
 
-__all__ = ["AnalysisResult", "analyze", "write_atomic"]
+__all__ = ["AnalysisResult", "analyze"]
 
 
 @dataclass
@@ -29,18 +28,6 @@ class AnalysisResult:
     round_rows: list[dict[str, Any]] = field(default_factory=list)
     """Per condition and round: the headline metrics (what the Prefect table shows)."""
     simulated: bool | None = None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to a temp file beside path, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _threshold(sweep: dict[str, Any], override: float | None) -> float:
@@ -73,11 +60,11 @@ def analyze(
     root = results.root
     figures = draw_figures(metrics, root)
     metrics_path = root / "metrics.json"
-    write_atomic(
+    write_text_atomic(
         metrics_path, json.dumps(metrics, indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
     report_path = root / "report.md"
-    write_atomic(report_path, render_report(metrics))
+    write_text_atomic(report_path, render_report(metrics))
     simulated = results.sweep.get("simulated")
     return AnalysisResult(
         metrics_path=metrics_path,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mythloop.analysis.metrics import TIERS, VERDICTS  # noqa: E402
+from mythloop.fileio import replacing  # noqa: E402
 
 __all__ = ["FIGURES", "draw_figures"]
 
@@ -33,15 +32,11 @@ def _colour(cond: str, index: int) -> str:
 
 def _save(fig: Figure, path: Path) -> None:
     """Write the PNG beside its final name, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _by_round(

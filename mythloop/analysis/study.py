@@ -284,8 +284,9 @@ def _level_dirs(root: Path, meta: dict[str, Any]) -> dict[float, Path]:
 def analyze_study(root: str | Path, *, reanalyse_levels: bool = True) -> StudyResult:
     """Rebuild a study dir from its files: each level's analysis (unless reanalyse_levels
     is False and its metrics.json exists), then D/metrics.json, D/report.md, the figure."""
-    from mythloop.analysis.core import analyze, write_atomic
+    from mythloop.analysis.core import analyze
     from mythloop.analysis.plots_study import draw_noise_curve
+    from mythloop.fileio import write_text_atomic
     from mythloop.sweep.study import read_study
 
     root = Path(root).expanduser().resolve()
@@ -301,9 +302,9 @@ def analyze_study(root: str | Path, *, reanalyse_levels: bool = True) -> StudyRe
     study = compute_study(levels, meta)
     figure = draw_noise_curve(study, root / FIGURE)
     metrics_path = root / "metrics.json"
-    write_atomic(metrics_path, json.dumps(study, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_text_atomic(metrics_path, json.dumps(study, indent=2, sort_keys=True, allow_nan=False) + "\n")
     report_path = root / "report.md"
-    write_atomic(report_path, render_study(study))
+    write_text_atomic(report_path, render_study(study))
     simulated = meta.get("simulated")
     return StudyResult(metrics_path=metrics_path, report_path=report_path, figure=figure,
                        levels=study["levels"], table_rows=table_rows(study),

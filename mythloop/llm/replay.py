@@ -9,6 +9,7 @@ import re
 import time
 from pathlib import Path
 
+from mythloop.fileio import write_json_atomic
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, EmptyOutput, MissingCassette
 from mythloop.llm.registry import register_backend
@@ -30,11 +31,9 @@ def cassette_path(cassette_dir: Path, topic: str, key: str) -> Path:
 
 def write_cassette(cassette_dir: Path, topic: str, key: str, prompt: str | None, model: str, response: str) -> Path:
     """Record one answer atomically (temp file + rename); returns its path."""
-    import os
     from datetime import UTC, datetime
 
     path = cassette_path(cassette_dir, topic, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "topic": topic,
         "key": key,
@@ -43,10 +42,7 @@ def write_cassette(cassette_dir: Path, topic: str, key: str, prompt: str | None,
         "recorded_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "response": response,
     }
-    tmp = path.with_suffix(f".json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(path, record)
 
 
 @register_backend("replay")

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from mythloop import procs
 from mythloop.llm.errors import ToolMissing
 
 __all__ = ["CLIResult", "run_cli", "resolve_executable", "NPM_PACKAGES", "cli_owner",
@@ -37,7 +38,7 @@ def kill_owned_clis(owner: object) -> int:
     """SIGKILL the process groups of `owner`'s CLI calls still running; how many."""
     with _LIVE_LOCK:
         groups = [pgid for pgid, who in _LIVE.items() if who is owner]
-    return sum(_signal_group(pgid, signal.SIGKILL) for pgid in groups)
+    return sum(procs.signal_group(pgid, signal.SIGKILL) for pgid in groups)
 
 # The npm package that provides each CLI, for the "not installed" message.
 NPM_PACKAGES = {
@@ -87,15 +88,6 @@ def resolve_executable(command: str, backend: str) -> str:
     return found
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to process group `pgid`; False when the group is already gone."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
 def _drain_after_kill(proc: subprocess.Popen) -> tuple[bytes, bytes]:
     """Collect what the killed group wrote; give up if an escaped process still holds a pipe."""
     try:
@@ -125,15 +117,14 @@ def run_cli(
     child_env = dict(os.environ)
     child_env.update(env or {})
     started = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
+    proc = procs.start_session(
+        argv,
         stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=str(cwd) if cwd is not None else None,
         env=child_env,
-        start_new_session=True,  # own session and process group: killpg reaches every descendant
-    )
+    )  # own session and process group: killpg reaches every descendant
     pgid = proc.pid  # a session leader's pgid is its pid
     owner = cli_owner.get()
     if owner is not None:
@@ -145,16 +136,16 @@ def run_cli(
         out, err = proc.communicate(payload, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _signal_group(pgid, signal.SIGTERM)
+        procs.signal_group(pgid, signal.SIGTERM)
         try:
             out, err = proc.communicate(timeout=grace)
         except subprocess.TimeoutExpired:
-            _signal_group(pgid, signal.SIGKILL)
+            procs.signal_group(pgid, signal.SIGKILL)
             out, err = _drain_after_kill(proc)
     finally:
         # Whatever happened, no member of the group survives the call (a grandchild that
         # ignored SIGTERM or detached from the pipes would otherwise leak).
-        _signal_group(pgid, signal.SIGKILL)
+        procs.signal_group(pgid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
             proc.wait()

@@ -8,11 +8,12 @@ raise `MuxError` with the last line ffmpeg printed.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
            "poster_frame"]
@@ -39,19 +40,10 @@ def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0) ->
                        f"{lines[-1] if lines else 'no output'}")
 
 
-def _temp_for(out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return out.with_name(f".{out.stem}.part{out.suffix}")
-
-
 def _produce(args: list[str], out: Path, *, cwd: Path | None = None) -> Path:
     """Run ffmpeg `args` + a temp output beside `out`, then rename it to `out`."""
-    tmp = _temp_for(out)
-    try:
+    with replacing(out) as tmp:
         _run([*args, str(tmp.resolve())], cwd=cwd)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from mythloop.data import data_path
+from mythloop.fileio import write_json_atomic
 from mythloop.llm.replay import cassette_path
 from mythloop.mythos.extract import extract_json_object
 from mythloop.mythos.prompts import codegen_prompt, prompt_sha256, stage_prompt
@@ -62,7 +63,7 @@ def rehash(topic: str, cassette_dir: Path | None = None) -> list[str]:
         digest = prompt_sha256(prompt)
         if data.get("prompt_sha256") != digest:
             data["prompt_sha256"] = digest
-            path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            write_json_atomic(path, data)
             changed.append(key)
     return changed
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mythloop.fileio import write_json_atomic, write_text_atomic
 from mythloop.mythos.extract import ExtractionError, extract_json_object, extract_python_block
 from mythloop.mythos.extract import find_scene_class as _find_scene_class
 from mythloop.mythos.prompts import (
@@ -23,7 +24,7 @@ from mythloop.mythos.prompts import (
     system_prompt,
 )
 from mythloop.mythos.request import FilmRequest
-from mythloop.mythos.rundir import Manifest, create_run_dir, write_json_atomic
+from mythloop.mythos.rundir import Manifest, create_run_dir
 from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
 from mythloop.mythos.stages import load_charter, stage_by_slug, validate_artifact
 
@@ -78,7 +79,7 @@ class FilmSession:
         prompt = stage_prompt(slug, input_artifact)
         completion = self.call(prompt, key=slug)
         raw_path = self.run_dir / f"{stem}.raw.txt"
-        raw_path.write_text(completion.text, encoding="utf-8")
+        write_text_atomic(raw_path, completion.text)
         artifact, problem = _parse_stage(slug, completion.text)
         retried = False
         if problem:
@@ -86,7 +87,7 @@ class FilmSession:
             completion = self.call(stage_prompt(slug, input_artifact, rejection=problem),
                                    key=slug)
             raw_path = self.run_dir / f"{stem}.retry.raw.txt"
-            raw_path.write_text(completion.text, encoding="utf-8")
+            write_text_atomic(raw_path, completion.text)
             artifact, problem = _parse_stage(slug, completion.text)
             if problem:
                 raise StageFailed(
@@ -103,7 +104,7 @@ class FilmSession:
         write_json_atomic(self.run_dir / spec.artifact_name, outcome["artifact"])
         stem = spec.artifact_name.split(".")[0]
         if cached:
-            (self.run_dir / f"{stem}.raw.txt").write_text(outcome["raw"], encoding="utf-8")
+            write_text_atomic(self.run_dir / f"{stem}.raw.txt", outcome["raw"])
         self.manifest.add_stage({
             "stage": slug, "artifact": spec.artifact_name, "seconds": outcome["seconds"],
             "retried": outcome["retried"], "cached": cached, "attempts": attempts,
@@ -115,7 +116,7 @@ class FilmSession:
         """The dossier -> one file: a shared header and N Scene classes (the film's scenes)."""
         started = time.perf_counter()
         completion = self.call(codegen_prompt(dossier), key="codegen")
-        (self.run_dir / "07_codegen.raw.txt").write_text(completion.text, encoding="utf-8")
+        write_text_atomic(self.run_dir / "07_codegen.raw.txt", completion.text)
         code, scene = _scene_from(completion.text, "codegen")
         try:
             split = split_film(code)
@@ -136,7 +137,7 @@ class FilmSession:
                                              scene_name=name), key=key)
         scenes_dir = self.run_dir / "scenes"
         scenes_dir.mkdir(exist_ok=True)
-        (scenes_dir / f"{key}.raw.txt").write_text(completion.text, encoding="utf-8")
+        write_text_atomic(scenes_dir / f"{key}.raw.txt", completion.text)
         code = extract_python_block(completion.text)
         if not code.strip():
             raise SceneCodeError(f"{key}: the model returned no Python code")
@@ -149,12 +150,8 @@ class FilmSession:
 
     def write_scene(self, code: str, version: str) -> Path:
         """The current scene is always mythos_scene.py; each version is kept beside it."""
-        (self.run_dir / f"mythos_scene.{version}.py").write_text(code, encoding="utf-8")
-        path = self.run_dir / SCENE_FILE
-        tmp = path.with_name(f".{SCENE_FILE}.tmp")
-        tmp.write_text(code, encoding="utf-8")
-        tmp.replace(path)
-        return path
+        write_text_atomic(self.run_dir / f"mythos_scene.{version}.py", code)
+        return write_text_atomic(self.run_dir / SCENE_FILE, code)
 
 
 def _parse_stage(slug: str, text: str) -> tuple[dict | None, str | None]:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
@@ -216,28 +217,9 @@ def _own_tree(root: Path, uid: int, gid: int, only_from: int | None = None) -> N
 
 
 def _sweep(token: str) -> int:
-    """SIGKILL any process still carrying this render's id in its environment."""
-    needle = f"MYTHLOOP_RENDER_ID={token}".encode()
-    killed = 0
-    for _ in range(5):
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if needle in Path(f"/proc/{entry}/environ").read_bytes():
-                        found.append(int(entry))
-                except OSError:
-                    continue
-        if not found:
-            break
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-        time.sleep(0.2)
-    return killed
+    """SIGKILL any process still carrying this render's id in its environment; how many."""
+    return len(procs.kill_marked("MYTHLOOP_RENDER_ID", token,
+                                 signals=(signal.SIGKILL,) * 5, grace=0.2))
 
 
 def _find_video(out_dir: Path, scenes: list[str], exact: bool = False) -> Path | None:
@@ -273,16 +255,6 @@ def syntax_problem(code: str) -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
     """Remove staging dirs left by renders whose process is gone (a SIGKILL, a power cut)."""
     try:
@@ -295,7 +267,7 @@ def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
         try:
             if (match and entry.is_dir(follow_symlinks=False)
                     and now - entry.stat(follow_symlinks=False).st_mtime > older_than
-                    and not _pid_alive(int(match.group(1)))):
+                    and not procs.pid_alive(int(match.group(1)))):
                 shutil.rmtree(entry.path, ignore_errors=True)
         except OSError:
             continue
@@ -580,9 +552,8 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     """
     with open(log_path, "wb") as log:
         try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
+            proc = procs.start_session(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT, close_fds=True)
         except FileNotFoundError as exc:
             log.write(f"No such file or directory: '{exc.filename}'\n".encode())
             return 127, False
@@ -601,22 +572,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                 if poll:
                     poll()
                 return code, False
-            _kill_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                pass
-            _kill_group(proc, signal.SIGKILL)
-            proc.wait()
+            procs.stop_group(proc, first=signal.SIGTERM, grace=3, kill_wait=None)
             return proc.returncode, True
         except BaseException:
-            _kill_group(proc, signal.SIGKILL)
+            procs.signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-
-
-def _kill_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass

@@ -15,12 +15,11 @@ import ast
 import functools
 import hashlib
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mythloop.fileio import copy_file_atomic, write_json_atomic
+from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
 from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
 
@@ -192,17 +191,15 @@ def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
         path = str(Path(video).resolve()).replace("'", "'\\''")
         lines.append(f"file '{path}'")
     listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp = target.with_name(f".{target.stem}.partial{target.suffix}")
     try:
-        done = subprocess.run(
-            ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
-             "-c", "copy", "-movflags", "+faststart", str(tmp)],
-            capture_output=True, text=True, timeout=600)
-        if done.returncode != 0 or not tmp.is_file():
-            raise RuntimeError(f"ffmpeg could not stitch the scenes: "
-                               f"{done.stderr.strip()[-500:] or done.returncode}")
-        os.replace(tmp, target)
+        with replacing(target) as tmp:
+            done = subprocess.run(
+                ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
+                 str(listing), "-c", "copy", "-movflags", "+faststart", str(tmp)],
+                capture_output=True, text=True, timeout=600)
+            if done.returncode != 0 or not tmp.is_file():
+                raise RuntimeError(f"ffmpeg could not stitch the scenes: "
+                                   f"{done.stderr.strip()[-500:] or done.returncode}")
     finally:
-        tmp.unlink(missing_ok=True)
         listing.unlink(missing_ok=True)
     return target

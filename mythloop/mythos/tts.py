@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from mythloop.fileio import replacing
+
 __all__ = ["TTSEngine", "TTSError", "EspeakEngine", "register_engine", "get_engine",
            "engine_names", "engine_status", "wav_duration"]
 
@@ -109,16 +111,14 @@ class EspeakEngine(TTSEngine):
         exe = self._exe()
         if not exe:
             raise TTSError(f"espeak-ng not found; fix: {self.install_hint}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp.wav")
-        # Text on stdin: a narration line starting with '-' is never read as an option.
-        proc = subprocess.run(
-            [exe, "-v", self.voice, "-s", str(self.words_per_minute), "-w", str(tmp), "--stdin"],
-            input=" ".join(text.split()), capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, "LC_ALL": "C.UTF-8"})
-        if proc.returncode != 0 or not tmp.exists():
-            tmp.unlink(missing_ok=True)
-            detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise TTSError(f"espeak-ng exited with code {proc.returncode}: {detail[0]}")
-        os.replace(tmp, out)
+        with replacing(out) as tmp:
+            # Text on stdin: a narration line starting with '-' is never read as an option.
+            proc = subprocess.run(
+                [exe, "-v", self.voice, "-s", str(self.words_per_minute), "-w", str(tmp),
+                 "--stdin"],
+                input=" ".join(text.split()), capture_output=True, text=True, timeout=timeout,
+                env={**os.environ, "LC_ALL": "C.UTF-8"})
+            if proc.returncode != 0 or not tmp.exists():
+                detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise TTSError(f"espeak-ng exited with code {proc.returncode}: {detail[0]}")
         return wav_duration(out)
