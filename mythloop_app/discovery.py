@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 import json
-import os
-import urllib.request
 from pathlib import Path
 
-__all__ = ["local_server_url", "server_file", "read_server_file"]
+from mythloop.procs import http_ok, pid_alive
+
+__all__ = ["api_ok", "local_server_url", "server_file", "read_server_file"]
 
 
 def server_file() -> Path:
@@ -21,23 +21,9 @@ def server_file() -> Path:
     return get_settings().state_root / "server.json"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return True
-
-
-def _healthy(api_url: str, timeout: float = 2.0) -> bool:
+def api_ok(api_url: str, timeout: float = 2.0) -> bool:
     """True when the Prefect API answers its health check."""
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
-            return response.status == 200
-    except (OSError, ValueError):
-        return False
+    return http_ok(f"{api_url}/health", timeout=timeout)
 
 
 def read_server_file() -> dict | None:
@@ -47,7 +33,7 @@ def read_server_file() -> dict | None:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(info, dict) or not _pid_alive(int(info.get("pid", 0) or 0)):
+    if not isinstance(info, dict) or not pid_alive(int(info.get("pid", 0) or 0)):
         return None
     return info
 
@@ -55,7 +41,7 @@ def read_server_file() -> dict | None:
 def local_server_url() -> str | None:
     """The API URL of a healthy `mythloop server` of this state folder, if one runs."""
     info = read_server_file()
-    if info and _healthy(info["api_url"]):
+    if info and api_ok(info["api_url"]):
         return info["api_url"]
     return None
 

@@ -192,7 +192,7 @@ def test_ctrl_c_mid_round_ends_the_sweep_and_the_rerun_finishes_it(tmp_path, uni
 def _descendants(pid: int) -> dict[int, str]:
     """The command's process tree ({pid: command line}); the sandboxed render carries a
     scrubbed environment, so it is found by parentage, not by the state folder."""
-    from mythloop_app.scale.procs import descendant_pids
+    from mythloop.procs import descendant_pids
 
     found = {}
     for child in descendant_pids(pid):

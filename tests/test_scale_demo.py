@@ -11,8 +11,8 @@ import json
 
 import pytest
 
+from mythloop.procs import port_listening
 from mythloop_app.scale.demo import demo_config, run_sharded_sweep
-from mythloop_app.scale.procs import port_listening
 from mythloop_app.scale.stack import ScaleStack
 
 pytestmark = pytest.mark.slow

@@ -11,15 +11,18 @@ import uuid
 
 import pytest
 
+from mythloop.procs import kill_marked, marked_pids, start_process, stop_process
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.shards import ShardIncomplete, rounds_done, shard_plan, shard_summary
-from mythloop_app.scale.procs import (
-    TAG_ENV,
-    kill_tagged,
-    start_process,
-    stop_process,
-    tagged_pids,
-)
+from mythloop_app.scale.stack import TAG_ENV
+
+
+def tagged_pids(tag: str) -> list[int]:
+    return marked_pids(TAG_ENV, tag)
+
+
+def kill_tagged(tag: str) -> list[int]:
+    return kill_marked(TAG_ENV, tag)
 
 
 def _shard(results, name, rounds, turns):

@@ -49,7 +49,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
     state = {"server": None, "interrupted": False}
 
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
-        from mythloop_app.scale.procs import kill_descendants
+        from mythloop.procs import kill_descendants
 
         if state["server"] is not None:
             state["server"].stop(grace=0.0)
@@ -91,7 +91,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             finally:
                 if state["interrupted"]:  # what the flows started goes before the server
                     say_interrupted()
-                    from mythloop_app.scale.procs import kill_descendants
+                    from mythloop.procs import kill_descendants
 
                     server = state["server"]
                     kill_descendants(spare=[server.pgid] if server and server.pgid else [])

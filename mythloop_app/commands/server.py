@@ -8,55 +8,22 @@ tells `mythloop serve`, `sweep` and `film` in other shells where the API is.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import typer
 
-from mythloop_app.discovery import _healthy, local_server_url, read_server_file, server_file
+from mythloop import procs
+from mythloop.fileio import write_json_atomic
+from mythloop_app.discovery import api_ok, local_server_url, read_server_file, server_file
 
 __all__ = ["register"]
 
 _STOP_GRACE_S = 20.0
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def _port_in_use(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if `mythloop server` itself is killed, so no orphan lingers."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _server_env(host: str, port: int) -> dict[str, str]:
@@ -101,39 +68,6 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, then SIGKILL what is left after a grace period."""
-    for sig, wait in ((signal.SIGTERM, _STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        # The leader is gone; sweep up anything else still in its group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        return
-
-
-def _log_tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _wait_healthy(proc: subprocess.Popen, api_url: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        if _healthy(api_url, timeout=2.0):
-            return True
-        time.sleep(0.5)
-    return False
-
-
 def server(
     port: int | None = typer.Option(None, min=1, max=65535,
                                     help="Port to listen on (default: a free one)."),
@@ -152,12 +86,12 @@ def server(
                    "starting another. Unset PREFECT_API_URL to start a local one.")
         return
     running = read_server_file()
-    if running and _healthy(running["api_url"]):
+    if running and api_ok(running["api_url"]):
         typer.echo(f"a mythloop server already runs for this folder (pid {running['pid']}):")
         _print_addresses(running["api_url"])
         return
-    port = port or _free_port(host)
-    if _port_in_use(host, port):
+    port = port or procs.free_port(host)
+    if procs.port_in_use(host, port):
         typer.echo(f"error: port {port} on {host} is in use; choose another --port or leave "
                    "it out to get a free one", err=True)
         raise typer.Exit(2)
@@ -177,20 +111,17 @@ def _run_server(host: str, port: int, startup_timeout: float) -> int:
     with _stop_on_signals():
         proc = None
         try:
-            with open(log_path, "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "prefect", "server", "start",
-                     "--host", host, "--port", str(port)],
-                    env=_server_env(host, port), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-            if not _wait_healthy(proc, api_url, startup_timeout):
+            proc = procs.start_process(
+                [sys.executable, "-m", "prefect", "server", "start",
+                 "--host", host, "--port", str(port)],
+                env=_server_env(host, port), log_path=log_path)
+            if not procs.wait_http_ok(f"{api_url}/health", timeout=startup_timeout, proc=proc):
                 why = ("exited" if proc.poll() is not None
                        else f"did not answer within {startup_timeout:.0f} s")
                 typer.echo(f"error: the Prefect server {why}; its log ({log_path}) ends:\n"
-                           f"{_log_tail(log_path)}", err=True)
+                           f"{procs.log_tail(log_path, 25)}", err=True)
                 return 1
-            _write_json_atomic(record, {
+            write_json_atomic(record, {
                 "api_url": api_url, "ui_url": api_url[:-4], "host": host, "port": port,
                 "pid": os.getpid(), "server_pid": proc.pid, "log": str(log_path),
                 "prefect_home": str(settings.prefect_home),
@@ -200,17 +131,14 @@ def _run_server(host: str, port: int, startup_timeout: float) -> int:
             typer.echo("Stop it with Ctrl-C.")
             code = proc.wait()
             typer.echo(f"error: the Prefect server exited (code {code}); its log ({log_path}) "
-                       f"ends:\n{_log_tail(log_path)}", err=True)
+                       f"ends:\n{procs.log_tail(log_path, 25)}", err=True)
             return 1
         except (_Stop, KeyboardInterrupt):
             typer.echo("stopping the Prefect server ...")
             return 0
         finally:
-            if proc is not None and proc.poll() is None:
-                _stop_group(proc)
-            elif proc is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+            if proc is not None:  # SIGTERM, a grace period, then SIGKILL to what is left
+                procs.stop_group(proc, grace=_STOP_GRACE_S)
             with contextlib.suppress(FileNotFoundError):
                 if (read_server_file() or {}).get("pid") == os.getpid():
                     record.unlink()
@@ -288,8 +216,8 @@ def _start_preview(api_url: str, port: int | None):
     ui_port = urlsplit(api_url).port or 4200
     host = "127.0.0.1"
     if port is None:
-        port = ui_port + 1 if ui_port < 65535 and not _port_in_use(host, ui_port + 1) else 0
-    elif _port_in_use(host, port):
+        port = ui_port + 1 if ui_port < 65535 and not procs.port_in_use(host, ui_port + 1) else 0
+    elif procs.port_in_use(host, port):
         typer.echo(f"error: preview port {port} is in use; choose another --preview-port",
                    err=True)
         raise typer.Exit(2)
@@ -307,7 +235,7 @@ def _find_server(wait: float) -> str | None:
     deadline = time.monotonic() + wait
     while True:
         given = os.environ.get("PREFECT_API_URL")
-        url = (given if _healthy(given) else None) if given else local_server_url()
+        url = (given if api_ok(given) else None) if given else local_server_url()
         if url or time.monotonic() >= deadline:
             return url
         time.sleep(1.0)

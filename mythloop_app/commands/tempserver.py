@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mythloop_app.scale import procs
+from mythloop import procs
 
 __all__ = ["TemporaryServer"]
 

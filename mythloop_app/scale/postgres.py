@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mythloop_app.scale.procs import free_port, log_tail, start_process, stop_process, wait_until
+from mythloop.procs import free_port, log_tail, start_process, stop_process, wait_until
 
 __all__ = ["LocalPostgres", "postgres_bin_dir", "ensure_postgres_installed"]
 

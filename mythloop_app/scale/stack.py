@@ -20,23 +20,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mythloop.settings import get_settings
-from mythloop_app.scale import api
-from mythloop_app.scale.postgres import LocalPostgres
-from mythloop_app.scale.procs import (
-    TAG_ENV,
+from mythloop.fileio import write_text_atomic
+from mythloop.procs import (
     free_port,
     http_ok,
-    kill_tagged,
+    kill_marked,
     log_tail,
+    marked_pids,
     port_listening,
     start_process,
     stop_process,
-    tagged_pids,
     wait_until,
 )
+from mythloop.settings import get_settings
+from mythloop_app.scale import api
+from mythloop_app.scale.postgres import LocalPostgres
 
-__all__ = ["ScaleStack", "POOL", "repo_root"]
+__all__ = ["ScaleStack", "POOL", "TAG_ENV", "repo_root"]
+
+TAG_ENV = "MYTHLOOP_SCALE_TAG"
+"""Every process the stack starts carries TAG_ENV=<its tag> (children inherit it): Prefect's
+process workers start flow runs in sessions of their own, so stopping a worker's process
+group is not enough; at the end the stack kills every process still carrying its tag."""
 
 POOL = "mythloop"
 HOST = "127.0.0.1"
@@ -195,7 +200,7 @@ class ScaleStack:
     def run_sweep(self, config, timeout: float) -> dict:
         """The parent sweep as a child process here; its shards run on the workers."""
         path = self.root / "sweep-config.json"
-        path.write_text(config.model_dump_json(indent=2), encoding="utf-8")
+        write_text_atomic(path, config.model_dump_json(indent=2))
         return self.driver("sweep", "--config", str(path), timeout=timeout, name="parent")
 
     def log(self, name: str, lines: int = 30) -> str:
@@ -209,14 +214,14 @@ class ScaleStack:
         if self.postgres:
             self.postgres.stop()
         # Flow runs of the workers live in sessions of their own.
-        kill_tagged(self.tag)
+        kill_marked(TAG_ENV, self.tag)
         if not self.keep_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def leftovers(self) -> dict:
         """Processes, ports and temporary folders of this stack still there (none after stop())."""
         folders = [self.root] + ([self.postgres.root] if self.postgres else [])
-        return {"pids": tagged_pids(self.tag),
+        return {"pids": marked_pids(TAG_ENV, self.tag),
                 "ports": [p for p in self.ports() if port_listening(HOST, p)],
                 "dirs": [str(d) for d in folders if d.exists() and not self.keep_root]}
 
