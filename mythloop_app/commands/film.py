@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mythloop.mythos.request import FILM_BACKENDS as BACKENDS
+from mythloop.vocab import FILM_BACKENDS, QUALITIES
 from mythloop_app.commands.runtime import flow_runtime, ui_hint
 
 
@@ -16,8 +16,9 @@ def film(
     render: bool = typer.Option(False, "--render/--no-render",
                                 help="Render the scene to an mp4 (and repair it when it fails)."),
     quality: str = typer.Option("l", "-q", "--quality",
-                                help="Manim quality: l (480p15), m, h, p, k (4K)."),
-    backend: str = typer.Option("offline", help="Model backend: " + " | ".join(BACKENDS)
+                                help="Manim quality: " + " | ".join(QUALITIES)
+                                + " (l 480p15 ... k 4K)."),
+    backend: str = typer.Option("offline", help="Model backend: " + " | ".join(FILM_BACKENDS)
                                 + ". offline and replay need no account."),
     model: str | None = typer.Option(None, help="Model name (default: M2M_MODEL or the "
                                                 "backend's own)."),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mythloop.sweep.config import JUDGES
+from mythloop.vocab import JUDGES
 from mythloop_app.commands.runtime import flow_runtime, resume_command, ui_hint
 
 CONDITIONS = ("c0", "c3", "c4")

@@ -38,7 +38,7 @@ def verify(
 def render(
     file: Path = typer.Argument(..., help="Scene file (Python) to render."),
     scene: str | None = typer.Option(None, "--scene", help="Scene class (default: the file's)."),
-    quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l, m, h, p or k."),
+    quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l (480p15), m, h, p or k (4K)."),
     timeout: float | None = typer.Option(None, "--timeout", min=1, help="Seconds before the "
                                          "render is killed (default: M2M_RENDER_TIMEOUT)."),
     out: Path | None = typer.Option(None, "--out", help="Render dir, any folder you can write "
@@ -50,12 +50,12 @@ def render(
     While it runs, progress lines go to stderr (one per animation); stdout holds the result.
     """
     from mythloop.mythos.render import (
-        QUALITIES,
         render_scene,
         scene_names,
         syntax_problem,
         top_level_names,
     )
+    from mythloop.vocab import QUALITIES
 
     code = _read(file)
     if quality not in QUALITIES:
