@@ -243,3 +243,28 @@ def test_prefect_persists_and_reloads_the_models(prefect_harness):
     assert isinstance(measured, MeasureResult)
     assert measured.catalogs["p"][0] == CatalogEntry(name="s", tier="real")
     assert isinstance(turn, TurnRow) and turn.attempts == 2 and not turn.ok
+
+
+def test_a_resumed_sweep_stops_on_a_malformed_turn_row_naming_it(prefect_harness, tmp_path):
+    """The resume path reads turns.jsonl with TurnRow: a bad line stops the sweep with one
+    line naming the file and line (the CLI prints it and exits 2), instead of being lost."""
+    from flows.feedback_loop import sweep
+    from mythloop.sweep import SweepConfig
+
+    out = tmp_path / "s"
+    config = SweepConfig(rounds=2, replicates=1, conditions=["c0"], results_dir=out)
+    sweep(config)
+    shard = out / "c0-rep1"
+    (shard / "progress.json").write_text(json.dumps({"completed_rounds": [0]}),
+                                         encoding="utf-8")  # round 1 is redone
+    turns = shard / "turns.jsonl"
+    lines = turns.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["status"] = None
+    turns.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        sweep(config)
+    assert str(info.value).startswith(
+        f"{turns}:1: not a valid TurnRow row: field 'status': Input should be a valid string")
+    assert "\n" not in str(info.value)
+    assert turns.read_text(encoding="utf-8").splitlines()[1:] == lines[1:]  # nothing lost
