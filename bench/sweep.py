@@ -108,7 +108,7 @@ def plain_sweep(config) -> dict:
                     run.prepare_round(round_idx)
                     measured = run.measure(round_idx)
                     for prompt in run.learning_order:
-                        catalog = measured["catalogs"][prompt.id]
+                        catalog = measured.catalogs[prompt.id]
                         try:
                             row = run.learning_turn(prompt, round_idx, catalog, contract)
                         except Exception as exc:  # as the flow: log the turn as failed, go on

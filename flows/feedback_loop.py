@@ -42,6 +42,7 @@ from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.inputs import check_inputs, judge_label
+from mythloop.sweep.records import CatalogEntry
 from tasks.analysis import analyze_results, artifact_key
 from tasks.common import say
 from tasks.hooks import record_sweep_failure
@@ -101,15 +102,15 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)
             if config.per_turn_tasks:
-                failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured["catalogs"],
+                failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
                                                     contract, config.resolved_concurrency())
             else:  # in-process judge: the whole learn step is one task run in the library
-                rows = learn_round(quote(run), round_idx, measured["catalogs"], contract)
+                rows = learn_round(quote(run), round_idx, measured.catalogs, contract)
                 for row in rows:
                     run.append_turn(row)
-                failed_turns += sum(row["status"] != "ok" for row in rows)
+                failed_turns += sum(not row.ok for row in rows)
             run.mark_round_complete(round_idx)
-            hit3 = measured.get("in_distribution_hit_at_3")
+            hit3 = measured.in_distribution_hit_at_3
             say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
                  f"in-distribution hit@3 {hit3:.2f}" if hit3 is not None else
                  f"[sweep] {run.name} round {round_idx} measured")
@@ -122,8 +123,9 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
             "completed_rounds": run.completed_rounds(), "failed_turns": failed_turns}
 
 
-def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
-                        contract: str, concurrency: int) -> int:
+def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
+                        catalogs: dict[str, list[CatalogEntry]], contract: str,
+                        concurrency: int) -> int:
     """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
     wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
     are applied to the store and logged in prompt order. Returns how many turns failed."""
@@ -158,8 +160,8 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int, catalogs: dict[
     return failed
 
 
-def _apply_in_order(run: ConditionRun, turn, round_idx: int, catalogs: dict[str, list],
-                    order: list, futures: list) -> int:
+def _apply_in_order(run: ConditionRun, turn, round_idx: int,
+                    catalogs: dict[str, list[CatalogEntry]], order: list, futures: list) -> int:
     """Wait for each turn in prompt order; apply its answer to the store and log its row."""
     failed = 0
     for prompt, future in zip(order, futures, strict=True):
@@ -180,7 +182,7 @@ def _apply_in_order(run: ConditionRun, turn, round_idx: int, catalogs: dict[str,
             row = run.failed_turn_row(prompt, round_idx, catalog, error,
                                       timed_out=_is_timeout(error), attempts=attempts)
             say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
-                 f"({row['error'][:160]}); the round goes on")
+                 f"({(row.error or '')[:160]}); the round goes on")
         run.append_turn(row)
     return failed
 

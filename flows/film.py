@@ -32,6 +32,15 @@ from mythloop.mythos.avmux import duration_of
 from mythloop.mythos.filmmedia import narration_for_scenes
 from mythloop.mythos.layout import Finding, format_findings
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
+from mythloop.mythos.records import (
+    CodegenResult,
+    FailedScene,
+    RenderEntry,
+    RepairEntry,
+    SceneRecord,
+    StageOutcome,
+    StaticCheck,
+)
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
 from mythloop.mythos.scenes import (
@@ -106,7 +115,9 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
             name=spec.slug, task_run_name=spec.slug, refresh_cache=request.fresh,
             timeout_seconds=session.timeout + 60)
         state = task(quote(session), spec.slug, artifact, basis, return_state=True)
-        outcome = state.result()  # a failed stage raises here, with its own message
+        # a failed stage raises here, with its own message; a result cached before stage
+        # outcomes were models comes back as a dict
+        outcome = StageOutcome.model_validate(state.result())
         task_run_id, cached = _state_meta(state)
         artifact = session.record_stage(spec.slug, outcome, task_run_id=task_run_id,
                                         cached=cached, attempts=0 if cached else 1)
@@ -118,19 +129,19 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     state = steps.codegen.with_options(task_run_name="codegen", refresh_cache=request.fresh,
                                        timeout_seconds=session.timeout + 60)(
         quote(session), dossier, basis, return_state=True)
-    generated = state.result()
+    generated = CodegenResult.model_validate(state.result())
     task_run_id, cached = _state_meta(state)
     if cached:
-        (session.run_dir / "07_codegen.raw.txt").write_text(generated["raw"], encoding="utf-8")
-    header = generated["header"]
-    units = [SceneUnit(s["index"], s["name"], s["code"]) for s in generated["scenes"]]
-    session.write_scene(generated["code"], "codegen")
+        (session.run_dir / "07_codegen.raw.txt").write_text(generated.raw, encoding="utf-8")
+    header = generated.header
+    units = [SceneUnit(s.index, s.name, s.code) for s in generated.scenes]
+    session.write_scene(generated.code, "codegen")
     scenes_dir = session.run_dir / "scenes"
     scenes_dir.mkdir(exist_ok=True)
     (scenes_dir / "header.py").write_text(header, encoding="utf-8")
     manifest.add_stage({"stage": "codegen", "artifact": SCENE_FILE,
-                        "seconds": generated["seconds"], "cached": cached,
-                        "model": generated["model"], "prefect_task_run_id": task_run_id})
+                        "seconds": generated.seconds, "cached": cached,
+                        "model": generated.model, "prefect_task_run_id": task_run_id})
     manifest.update(scene_count=len(units), shared_header=str(scenes_dir / "header.py"))
     say(f"[film] codegen          -> {SCENE_FILE} ({len(units)} scene(s): "
         f"{', '.join(u.name for u in units)}){' (cached)' if cached else ''}")
@@ -149,7 +160,7 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
             "video_url": preview_url_for(Path(video)) if video else None,
             "scene_file": str(session.run_dir / SCENE_FILE),
             "scenes": len(units),
-            "repairs": len(manifest.data.get("repairs", [])),
+            "repairs": len(manifest.record.repairs),
             "model_calls": session.model_calls}
 
 
@@ -175,7 +186,7 @@ class _FilmScenes:
         self.header, self.units, self.narration = header, units, narration
         self.lock = session.manifest.lock  # one lock for the manifest and the scene records
         self.dir = session.run_dir / "scenes"
-        self.records: dict[int, dict] = {}
+        self.records: dict[int, SceneRecord] = {}
         self.code: dict[int, str] = {u.index: u.code for u in units}
         self.timeout = request.render_timeout or _render_timeout()
         self.workers = request.render_workers or os.cpu_count() or 1
@@ -185,11 +196,13 @@ class _FilmScenes:
     # -- manifest, under one lock: scenes finish on different threads -----------------
     def _record(self, unit: SceneUnit, **fields) -> None:
         with self.lock:
-            self.records.setdefault(unit.index, {}).update(fields)
+            record = self.records.setdefault(unit.index, SceneRecord())
+            for key, value in fields.items():  # each validated by SceneRecord
+                setattr(record, key, value)
             scenes = [self.records[i] for i in sorted(self.records)]
             self.session.manifest.update(scenes=scenes)
 
-    def _append(self, key: str, item: dict) -> None:
+    def _append(self, key: str, item: RenderEntry | RepairEntry) -> None:
         with self.lock:
             self.session.manifest.append(key, item)
 
@@ -236,36 +249,37 @@ class _FilmScenes:
             pool.shutdown(wait=False, cancel_futures=True)  # scenes not started never start
             raise
         pool.shutdown(wait=True)
-        checks = [self.records[u.index].get("static_check") or {} for u in self.units]
-        bad = [f"{u.label}: {c.get('detail')}" for u, c in zip(self.units, checks, strict=True)
-               if not c.get("passed")]
+        checks = [self.records[u.index].static_check or StaticCheck() for u in self.units]
+        bad = [f"{u.label}: {c.detail}" for u, c in zip(self.units, checks, strict=True)
+               if not c.passed]
         self.session.manifest.update(static_check={"passed": not bad,
                                                    "detail": "; ".join(bad) or None,
                                                    "line": None})
         if failures:
             self._fail(failures)
-        videos = [self.records[u.index]["video"] for u in self.units]
+        videos = [self.records[u.index].video for u in self.units]
         target = self.session.run_dir / "film.mp4"
         stitched = steps.stitch.with_options(task_run_name="stitch")(videos, str(target))
-        total = round(sum(self.records[u.index]["duration"] for u in self.units), 3)
-        self.session.manifest.update(film={"file": str(target), "duration": stitched["duration"],
+        total = round(sum(self.records[u.index].duration for u in self.units), 3)
+        self.session.manifest.update(film={"file": str(target), "duration": stitched.duration,
                                            "scene_durations_sum": total,
                                            "method": "ffmpeg concat demuxer, -c copy"})
-        say(f"[film] stitch           -> {target} ({stitched['duration']:.1f} s, "
+        say(f"[film] stitch           -> {target} ({stitched.duration:.1f} s, "
             f"{len(videos)} scenes)")
         self._step()
-        scenes = [{"label": u.label, "video": self.records[u.index]["video"],
-                   "duration": self.records[u.index]["duration"]} for u in self.units]
+        scenes = [{"label": u.label, "video": self.records[u.index].video,
+                   "duration": self.records[u.index].duration} for u in self.units]
         media = steps.finish_media.with_options(task_run_name="subtitles-and-voice")(
             str(target), scenes, self.narration, self.request.voice,
             self.request.burn_subtitles)
+        film = self.session.manifest.record.film
         self.session.manifest.update(
-            subtitles=media["subtitles"], voice=media["voice"], poster=media["poster"],
-            film={**self.session.manifest.data["film"], "duration": media["duration"],
-                  "scene_spans": media["scene_spans"]})
-        voiced = (f", voice {media['voice']['engine']}" if media["voice"] else "")
-        say(f"[film] subtitles        -> {media['subtitles']['srt']} "
-            f"({media['subtitles']['cues']} cues{voiced}"
+            subtitles=media.subtitles, voice=media.voice, poster=media.poster,
+            film=film.model_copy(update={"duration": media.duration,
+                                         "scene_spans": media.scene_spans}))
+        voiced = (f", voice {media.voice.engine}" if media.voice else "")
+        say(f"[film] subtitles        -> {media.subtitles.srt} "
+            f"({media.subtitles.cues} cues{voiced}"
             f"{', burnt in' if self.request.burn_subtitles else ''})")
         self._step()
         return str(target)
@@ -276,12 +290,12 @@ class _FilmScenes:
             path = self._write_scene(unit, unit.code, "codegen")
             checked = steps.verify.with_options(task_run_name=f"verify-{unit.label}")(
                 scene_file_text(self.header, unit.code), self.request.prompt)
-            self._record(unit, static_check={"passed": checked["ok"],
-                                             "detail": checked["reason"],
-                                             "line": checked["line"]}, ok=None)
-            if not checked["ok"]:
-                problems.append(f"{unit.label} ({unit.name}): {checked['reason']} "
-                                f"(line {checked['line']}) in {path}")
+            self._record(unit, static_check=StaticCheck(passed=checked.ok,
+                                                        detail=checked.reason,
+                                                        line=checked.line), ok=None)
+            if not checked.ok:
+                problems.append(f"{unit.label} ({unit.name}): {checked.reason} "
+                                f"(line {checked.line}) in {path}")
         self.session.manifest.update(static_check={"passed": not problems,
                                                    "detail": "; ".join(problems) or None,
                                                    "line": None})
@@ -304,11 +318,11 @@ class _FilmScenes:
             path = self._write_scene(unit, code, version)
             checked = steps.verify.with_options(task_run_name=f"verify-{unit.label}{suffix}")(
                 scene_file_text(self.header, code), request.prompt)
-            self._record(unit, static_check={"passed": checked["ok"],
-                                             "detail": checked["reason"],
-                                             "line": checked["line"]})
-            failure = f"static check: {checked['reason']} (line {checked['line']})"
-            if checked["ok"]:
+            self._record(unit, static_check=StaticCheck(passed=checked.ok,
+                                                        detail=checked.reason,
+                                                        line=checked.line))
+            failure = f"static check: {checked.reason} (line {checked.line})"
+            if checked.ok:
                 key = scene_cache_key(self.header, code, request.quality, unit.name)
                 # no Prefect timeout here: a task in a worker thread cannot be interrupted;
                 # render_scene kills the render's process group at its own deadline
@@ -317,54 +331,53 @@ class _FilmScenes:
                     str(path), unit.name, request.quality, self.timeout,
                     str(self.session.run_dir / "render" / unit.label), key,
                     not request.fresh)
-                entry = {"scene": unit.index, "name": unit.name, "attempt": attempt,
-                         "ok": rendered["ok"], "kind": rendered["kind"],
-                         "cache": rendered["cache"], "returncode": rendered["returncode"],
-                         "seconds": rendered["seconds"], "message": rendered["message"],
-                         "video_path": rendered["video_path"],
-                         "isolation": rendered.get("isolation", [])}
+                entry = RenderEntry(scene=unit.index, name=unit.name, attempt=attempt,
+                                    ok=rendered.ok, kind=rendered.kind, cache=rendered.cache,
+                                    returncode=rendered.returncode, seconds=rendered.seconds,
+                                    message=rendered.message, video_path=rendered.video_path,
+                                    isolation=rendered.isolation)
                 self._append("renders", entry)
                 with self.lock:
                     record = self.records[unit.index]
-                    renders = [*record["renders"], {k: entry[k] for k in
-                                                    ("attempt", "ok", "kind", "cache",
-                                                     "seconds", "message")}]
-                    spent = record["render_seconds"] + rendered["seconds"]
-                    attempts = record["attempts"] + (rendered["cache"] == "miss")
+                    renders = [*record.renders, RenderEntry(**entry.model_dump(include={
+                        "attempt", "ok", "kind", "cache", "seconds", "message"}))]
+                    spent = record.render_seconds + rendered.seconds
+                    attempts = record.attempts + (rendered.cache == "miss")
                 self._record(unit, renders=renders, render_seconds=round(spent, 2),
-                             attempts=attempts, cache=rendered["cache"])
+                             attempts=attempts, cache=rendered.cache)
                 say(f"[film] render-{unit.label}{suffix} -> "
-                    f"{'cached ' if rendered['cache'] == 'hit' else ''}"
-                    f"{rendered['video_path'] if rendered['ok'] else rendered['message']}")
+                    f"{'cached ' if rendered.cache == 'hit' else ''}"
+                    f"{rendered.video_path if rendered.ok else rendered.message}")
                 self._step()
-                findings = rendered.get("layout_findings")
-                if rendered["ok"] and findings is not None:
+                findings = rendered.layout_findings
+                if rendered.ok and findings is not None:
                     self._record(unit, layout=findings)
                     if findings:
                         say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
                             f"{findings[0]['kind']} {findings[0]['what']}")
-                if (rendered["ok"] and findings and request.layout_repair and not layout_repaired
+                if (rendered.ok and findings and request.layout_repair and not layout_repaired
                         and attempt < request.max_repairs and request.backend != "offline"):
                     # one scoped repair with the layout findings as the error
                     layout_repaired = True
-                    rendered = {**rendered, "ok": False, "kind": "layout",
-                                "log_tail": format_findings([Finding(**f) for f in findings])}
-                if rendered["ok"]:
+                    rendered = rendered.model_copy(update={
+                        "ok": False, "kind": "layout",
+                        "log_tail": format_findings([Finding(**f) for f in findings])})
+                if rendered.ok:
                     video = self.dir / f"{unit.label}.mp4"
-                    shutil.copyfile(rendered["video_path"], video)
+                    shutil.copyfile(rendered.video_path, video)
                     self._record(unit, ok=True, video=str(video),
                                  duration=round(duration_of(video), 3))
                     return
-                if rendered["kind"] in NO_REPAIR_KINDS:
+                if rendered.kind in NO_REPAIR_KINDS:
                     with self.lock:
                         self.session.manifest.update(
-                            render_timed_out=rendered["kind"] == "timeout",
-                            render_problem=rendered["kind"])
-                    self._record(unit, ok=False, error=rendered["message"])
-                    raise SceneFailed(unit, f"{unit.label} ({unit.name}): {rendered['message']} "
-                                            f"({NO_REPAIR_KINDS[rendered['kind']]}: no repair "
-                                            "spent)", kind=rendered["kind"])
-                failure = rendered["log_tail"] or rendered["message"]
+                            render_timed_out=rendered.kind == "timeout",
+                            render_problem=rendered.kind)
+                    self._record(unit, ok=False, error=rendered.message)
+                    raise SceneFailed(unit, f"{unit.label} ({unit.name}): {rendered.message} "
+                                            f"({NO_REPAIR_KINDS[rendered.kind]}: no repair "
+                                            "spent)", kind=rendered.kind)
+                failure = rendered.log_tail or rendered.message
             if attempt >= request.max_repairs or request.backend == "offline":
                 self._record(unit, ok=False, error=_last_line(failure)[:500])
                 raise SceneFailed(unit, f"{unit.label} ({unit.name}) still fails after "
@@ -385,31 +398,31 @@ class _FilmScenes:
                 raise SceneFailed(unit, f"{unit.label} ({unit.name}): repair-{attempt} gave no "
                                         f"usable scene ({_last_line(str(exc))}); scene file "
                                         f"{path}") from exc
-            code, version = repaired["code"], f"repair{attempt}"
-            item = {"scene": unit.index, "name": unit.name, "attempt": attempt,
-                    "seconds": repaired["seconds"], "model": repaired["model"],
-                    "failure": _last_line(failure)[:500]}
+            code, version = repaired.code, f"repair{attempt}"
+            item = RepairEntry(scene=unit.index, name=unit.name, attempt=attempt,
+                               seconds=repaired.seconds, model=repaired.model,
+                               failure=_last_line(failure)[:500])
             self._append("repairs", item)
             with self.lock:
-                repairs = [*self.records[unit.index]["repairs"],
-                           {k: item[k] for k in ("attempt", "seconds", "model", "failure")}]
+                repairs = [*self.records[unit.index].repairs, RepairEntry(**item.model_dump(
+                    include={"attempt", "seconds", "model", "failure"}))]
                 self.session.manifest.add_stage({
                     "stage": f"repair-{unit.label}-{attempt}",
-                    "artifact": f"scenes/{unit.label}.py", "seconds": repaired["seconds"],
-                    "model": repaired["model"]})
+                    "artifact": f"scenes/{unit.label}.py", "seconds": repaired.seconds,
+                    "model": repaired.model})
             self._record(unit, repairs=repairs)
             say(f"[film] repair-{unit.label}-{attempt} -> scenes/{unit.label}.py (scene alone)")
             self._step(extra_total=2)
 
     def _fail(self, failures: list[SceneFailed]) -> None:
         failures.sort(key=lambda f: f.unit.index)
-        kept = [self.records[u.index]["video"] for u in self.units
-                if self.records[u.index].get("ok")]
+        kept = [self.records[u.index].video for u in self.units
+                if self.records[u.index].ok]
         named = "; ".join(str(f) for f in failures)
         env = [f for f in failures if f.kind in NO_REPAIR_KINDS]
         with self.lock:
             self.session.manifest.update(failed_scenes=[
-                {"scene": f.unit.index, "name": f.unit.name, "kind": f.kind, "error": str(f)}
+                FailedScene(scene=f.unit.index, name=f.unit.name, kind=f.kind, error=str(f))
                 for f in failures], kept_scenes=kept)
         lead = env[0] if env else failures[0]
         raise FilmFailed(
@@ -432,43 +445,46 @@ def _last_line(text: str) -> str:
 
 def _publish_summary(session: FilmSession) -> None:
     """A markdown summary per film and a link to the video, for the Prefect UI."""
-    data = session.manifest.data
+    with session.manifest.lock:
+        data = session.manifest.record.model_copy(deep=True)  # scenes may still be updating
+
+    def shown(value) -> object:
+        return "" if value is None else value
+
     rows = ["| step | seconds | cached | retried | model |", "|---|---|---|---|---|"]
-    for stage in data.get("stages", []):
-        rows.append(f"| {stage.get('stage')} | {stage.get('seconds', '')} | "
-                    f"{'yes' if stage.get('cached') else ''} | "
-                    f"{'yes' if stage.get('retried') else ''} | {stage.get('model', '')} |")
-    check = data.get("static_check") or {}
-    renders = data.get("renders", [])
+    for stage in data.stages:
+        rows.append(f"| {stage.stage} | {shown(stage.seconds)} | "
+                    f"{'yes' if stage.cached else ''} | "
+                    f"{'yes' if stage.retried else ''} | {shown(stage.model)} |")
+    check = data.static_check
+    verified = ("not run" if check is None else "passed" if check.passed else check.detail)
     lines = [
-        f"# Film: {data.get('prompt')}",
-        f"Backend **{data.get('backend')}**"
-        + (" (offline stand-ins, not a model)" if data.get("offline") else "")
-        + (" (replayed recordings, not a live model)" if data.get("replay") else "")
-        + f", model `{data.get('model')}`, model calls: {data.get('model_calls', 0)}.",
+        f"# Film: {data.prompt}",
+        f"Backend **{data.backend}**"
+        + (" (offline stand-ins, not a model)" if data.offline else "")
+        + (" (replayed recordings, not a live model)" if data.replay else "")
+        + f", model `{data.model}`, model calls: {data.model_calls}.",
         "", *rows, "",
-        f"**Verify:** {'passed' if check.get('passed') else check.get('detail', 'not run')}",
-        f"**Renders:** {len(renders)}; **repairs:** {len(data.get('repairs', []))}",
-        *([f"**Scenes:** {len(data.get('scenes', []))}", "",
+        f"**Verify:** {verified}",
+        f"**Renders:** {len(data.renders)}; **repairs:** {len(data.repairs)}",
+        *([f"**Scenes:** {len(data.scenes)}", "",
            "| scene | class | ok | cache | render s | attempts | repairs |",
            "|---|---|---|---|---|---|---|"]
-          + [f"| {s.get('label')} | {s.get('name')} | {s.get('ok')} | {s.get('cache')} | "
-             f"{s.get('render_seconds')} | {s.get('attempts')} | {len(s.get('repairs', []))} |"
-             for s in data.get("scenes", [])] + [""] if data.get("scenes") else []),
-        f"**Video:** `{data.get('video_path')}`" if data.get("video_path") else
-        f"**No video.** {data.get('failed', {}).get('error', '')}",
+          + [f"| {s.label} | {s.name} | {s.ok} | {s.cache} | "
+             f"{s.render_seconds} | {s.attempts} | {len(s.repairs)} |"
+             for s in data.scenes] + [""] if data.scenes else []),
+        f"**Video:** `{data.video_path}`" if data.video_path else
+        f"**No video.** {(data.failed or {}).get('error', '')}",
         f"**Run dir:** `{session.run_dir}`",
     ]
-    video_url = preview_url_for(Path(data["video_path"])) if data.get("video_path") else None
-    poster_url = preview_url_for(Path(data["poster"])) if data.get("poster") else None
-    subtitles = data.get("subtitles") or {}
-    if subtitles:
-        voice = data.get("voice") or {}
-        lines.insert(-2, f"**Subtitles:** {subtitles.get('cues')} cues "
-                         f"({'burnt in' if subtitles.get('burnt') else 'soft track'}); "
-                         f"**voice:** {voice.get('engine') or 'none'}")
-    layout = [f"{s.get('label')}: {f.get('kind')} {f.get('what')}"
-              for s in data.get("scenes", []) for f in (s.get("layout") or [])]
+    video_url = preview_url_for(Path(data.video_path)) if data.video_path else None
+    poster_url = preview_url_for(Path(data.poster)) if data.poster else None
+    if data.subtitles:
+        lines.insert(-2, f"**Subtitles:** {data.subtitles.cues} cues "
+                         f"({'burnt in' if data.subtitles.burnt else 'soft track'}); "
+                         f"**voice:** {(data.voice and data.voice.engine) or 'none'}")
+    layout = [f"{s.label}: {f.get('kind')} {f.get('what')}"
+              for s in data.scenes for f in (s.layout or [])]
     if layout:
         lines.insert(-2, "**Layout check:** " + "; ".join(layout[:12]))
     if video_url:
@@ -476,9 +492,9 @@ def _publish_summary(session: FilmSession) -> None:
                       f"[Watch the film]({video_url})", ""]
     try:
         create_markdown_artifact(markdown="\n".join(lines), description="Film summary")
-        if data.get("video_path"):
-            create_link_artifact(link=video_url or Path(data["video_path"]).as_uri(),
-                                 link_text=Path(data["video_path"]).name,
+        if data.video_path:
+            create_link_artifact(link=video_url or Path(data.video_path).as_uri(),
+                                 link_text=Path(data.video_path).name,
                                  description="The rendered film" + (
                                      "" if video_url else " (a file on the machine that made "
                                      "it; `mythloop serve` serves it over HTTP)"))

@@ -11,6 +11,8 @@ appended JSONL rows are whole lines.
                                     when the block ends cleanly, removed otherwise
     append_jsonl(path, row)         one whole, fsynced line per row
     read_jsonl(path)                the rows, a torn last line dropped
+    read_records(path, Model)       the rows validated as Model; a bad row other than a torn
+                                    last line raises RecordError naming file and line
 """
 
 from __future__ import annotations
@@ -23,10 +25,19 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 __all__ = ["write_text_atomic", "write_json_atomic", "copy_file_atomic", "replacing",
-           "append_jsonl", "read_jsonl"]
+           "append_jsonl", "read_jsonl", "jsonl_text", "read_records", "RecordError",
+           "describe_invalid"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class RecordError(ValueError):
+    """A JSONL line that is not a valid record; the message names the file and line."""
 
 
 def write_text_atomic(path: Path | str, text: str) -> Path:
@@ -87,11 +98,22 @@ def replacing(path: Path | str) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def append_jsonl(path: Path | str, row: dict) -> None:
-    """Append one row as a single flushed write, so a kill leaves whole lines only."""
+def _jsonable(row: BaseModel | dict) -> dict:
+    return row.model_dump(mode="json") if isinstance(row, BaseModel) else row
+
+
+def jsonl_text(rows) -> str:
+    """Rows (models or dicts) as JSONL text, one line each."""
+    return "".join(json.dumps(_jsonable(row), ensure_ascii=False, default=str) + "\n"
+                   for row in rows)
+
+
+def append_jsonl(path: Path | str, row: BaseModel | dict) -> None:
+    """Append one row (a model is dumped in JSON mode) as a single flushed write, so a kill
+    leaves whole lines only."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+    line = jsonl_text([row])
     with open(target, "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()
@@ -110,4 +132,43 @@ def read_jsonl(path: Path | str) -> list[dict]:
             rows.append(json.loads(line))
         except ValueError:
             continue
+    return rows
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A pydantic error as one short line: the first problem, its field, how many more."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "json_invalid":
+        text = f"malformed JSON ({first['msg'].removeprefix('Invalid JSON: ')})"
+    else:
+        text = f"field {where!r}: {first['msg']}" if where else first["msg"]
+    more = len(errors) - 1
+    return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def read_records(path: Path | str, model: type[M]) -> list[M]:
+    """Rows of a JSONL file validated with MODEL (strictly: no number for a string, no bool for
+    a number). A torn last line (a kill mid-write: no newline, not JSON) is dropped, as in
+    `read_jsonl`; any other line that is not a valid row raises RecordError naming the file
+    and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    lines = text.splitlines()
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(model.model_validate_json(line, strict=True))
+        except ValidationError as exc:
+            torn = (number == len(lines) and not text.endswith("\n")
+                    and exc.errors()[0]["type"] == "json_invalid")
+            if torn:
+                continue
+            raise RecordError(f"{path}:{number}: not a valid {model.__name__} row: "
+                              f"{describe_invalid(exc)}; fix or remove that line") from None
     return rows

@@ -2,7 +2,9 @@
 render and scoped repair (`render-scene-03`, `repair-scene-03-1`), then the stitch.
 
 Stage and codegen results are cached on (charter text, input artifact, backend,
-model) so a rerun after a failed render calls no model for the finished steps.
+model) so a rerun after a failed render calls no model for the finished steps. Each task
+returns its record (mythloop.mythos.records); a cached result from before records were models
+comes back as a dict, which the flow reads with `Model.model_validate`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,15 @@ from __future__ import annotations
 from prefect.context import TaskRunContext
 
 from mythloop.mythos.pipeline import FilmSession
+from mythloop.mythos.records import (
+    CodegenResult,
+    MediaResult,
+    RepairResult,
+    SceneRender,
+    StageOutcome,
+    StitchResult,
+    VerifyResult,
+)
 from tasks.common import mythloop_task, run_logger_info
 
 
@@ -18,28 +29,29 @@ def _film_cache_key(context: TaskRunContext, parameters: dict) -> str:
 
 
 @mythloop_task(name="stage", llm=True, cache_key_fn=_film_cache_key)
-def run_stage(session: FilmSession, slug: str, input_artifact: dict, basis: str) -> dict:
+def run_stage(session: FilmSession, slug: str, input_artifact: dict,
+              basis: str) -> StageOutcome:
     """One reasoning agent: charter + input artifact -> validated JSON artifact."""
     return session.run_stage(slug, input_artifact)
 
 
 @mythloop_task(name="codegen", llm=True, cache_key_fn=_film_cache_key)
-def codegen(session: FilmSession, dossier: dict, basis: str) -> dict:
+def codegen(session: FilmSession, dossier: dict, basis: str) -> CodegenResult:
     """The six artifacts -> one Manim CE scene file."""
     return session.codegen(dossier)
 
 
 @mythloop_task(name="verify", retries=0)
-def verify(code: str, prompt: str) -> dict:
+def verify(code: str, prompt: str) -> VerifyResult:
     """Static check of the untrusted scene code (`mythloop verify`)."""
     from mythloop.mythos.verify import verify_scene
 
-    return verify_scene(code, prompt).model_dump()
+    return verify_scene(code, prompt)
 
 
 @mythloop_task(name="render-scene", retries=0)
 def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: float,
-                      out_dir: str, cache_key: str, use_cache: bool = True) -> dict:
+                      out_dir: str, cache_key: str, use_cache: bool = True) -> SceneRender:
     """One scene: its cached video when its code, header, quality and Manim version are
     unchanged, else a sandboxed render whose video then enters the scene cache."""
     from pathlib import Path
@@ -50,39 +62,39 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
     if hit is not None:
-        return {"ok": True, "kind": "ok", "video_path": str(hit), "cache": "hit",
-                "seconds": 0.0, "message": "cached", "returncode": 0, "log_tail": "",
-                "isolation": [], "layout_findings": cache.get_layout(cache_key)}
+        return SceneRender(ok=True, kind="ok", video_path=str(hit), cache="hit",
+                           seconds=0.0, message="cached", returncode=0, log_tail="",
+                           isolation=[], layout_findings=cache.get_layout(cache_key))
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
-    result = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
-                          out_dir=out_dir, layout=True, progress=run_logger_info()).model_dump()
-    result["cache"] = "miss"
-    if result["ok"] and result["video_path"]:
-        cache.put(cache_key, Path(result["video_path"]),
+    rendered = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
+                            out_dir=out_dir, layout=True, progress=run_logger_info())
+    result = SceneRender(**rendered.model_dump(), cache="miss")
+    if result.ok and result.video_path:
+        cache.put(cache_key, Path(result.video_path),
                   layout_record=Path(out_dir) / "media" / "layout.json")
     return result
 
 
 @mythloop_task(name="repair", llm=True)
 def repair(session: FilmSession, index: int, name: str, attempt: int, header: str,
-           scene_code: str, failure: str) -> dict:
+           scene_code: str, failure: str) -> RepairResult:
     """Scoped repair: one failing scene class + its error tail (shared header read-only)."""
     return session.repair_scene(index, name, attempt, header, scene_code, failure)
 
 
 @mythloop_task(name="stitch", retries=0)
-def stitch(videos: list[str], target: str) -> dict:
+def stitch(videos: list[str], target: str) -> StitchResult:
     """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
     from mythloop.mythos.avmux import duration_of
     from mythloop.mythos.scenes import concat_videos
 
     concat_videos(videos, target)
-    return {"video_path": target, "duration": round(duration_of(target), 3)}
+    return StitchResult(video_path=target, duration=round(duration_of(target), 3))
 
 
 @mythloop_task(name="subtitles-and-voice", retries=0)
 def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
-                 voice: str | None, burn: bool) -> dict:
+                 voice: str | None, burn: bool) -> MediaResult:
     """film.srt/film.vtt from the scene durations, the voice-over (when asked) and the mux;
     then a poster frame from the middle of the film."""
     from pathlib import Path
@@ -91,5 +103,5 @@ def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
     from mythloop.mythos.filmmedia import finish_film
 
     done = finish_film(Path(film), scenes, narration, voice=voice, burn=burn)
-    done["poster"] = str(poster_frame(Path(film), Path(film).with_name("poster.png")))
-    return done
+    poster = str(poster_frame(Path(film), Path(film).with_name("poster.png")))
+    return MediaResult.model_validate({**done, "poster": poster})

@@ -9,36 +9,37 @@ from __future__ import annotations
 
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepPrompt
+from mythloop.sweep.records import CatalogEntry, MeasureResult, TurnAnswer, TurnRow
 from tasks.common import mythloop_task
 
 
 @mythloop_task(name="measure_round", retries=0,
                task_run_name="measure {run.name} round {round_idx}")
-def measure_round(run: ConditionRun, round_idx: int) -> dict:
+def measure_round(run: ConditionRun, round_idx: int) -> MeasureResult:
     """Rank every prompt (top-10), write round_<r>.jsonl, return the catalogs to learn from."""
     return run.measure(round_idx)
 
 
 @mythloop_task(name="learning_turn", llm=True,
                task_run_name="learn {prompt.id} ({run.name} round {round_idx})")
-def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int, catalog: list[dict],
-                  contract: str) -> dict:
+def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int,
+                  catalog: list[CatalogEntry], contract: str) -> TurnAnswer:
     """Show the model the top-5 catalog and keep its reply; the flow then parses the verdict
     tags and persists them (`ConditionRun.record_turn`), in prompt order."""
     return run.ask_turn(prompt, round_idx, catalog, contract)
 
 
 @mythloop_task(name="learn", task_run_name="learn {run.name} round {round_idx}")
-def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list],
-                contract: str) -> list[dict]:
+def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[CatalogEntry]],
+                contract: str) -> list[TurnRow]:
     """Every learning turn of a round in the library (in-process judges): the turn rows."""
     from tasks.common import say
 
     settings = get_settings()
 
-    def note(row: dict) -> None:
-        say(f"[sweep] {run.name} round {round_idx} {row['prompt_id']}: turn failed "
-            f"({row['error'][:160]}); the round goes on")
+    def note(row: TurnRow) -> None:
+        say(f"[sweep] {run.name} round {round_idx} {row.prompt_id}: turn failed "
+            f"({(row.error or '')[:160]}); the round goes on")
 
     return run.learn_round(round_idx, catalogs, contract, retries=settings.task_retries,
                            retry_delay_s=settings.retry_delay_seconds, on_failure=note)

@@ -3,6 +3,11 @@
 Tolerant by design: an empty or missing round file, a missing turn log and
 malformed JSONL lines are recorded as `DataIssue`s and reported, never raised.
 Only a directory that is not a sweep at all raises `AnalysisError`.
+
+Rows are validated with the models the sweep writes them with (mythloop.sweep.records:
+MeasurementRow, TurnRow; strictly, so a number is no string and a bool no number); a row
+that fails is one data issue naming its line. The metrics read the rows' JSON objects as
+they are on disk.
 """
 
 from __future__ import annotations
@@ -12,6 +17,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mythloop.fileio import describe_invalid
+from mythloop.sweep.records import MeasurementRow, TurnRow
 
 __all__ = [
     "AnalysisError",
@@ -24,19 +34,6 @@ __all__ = [
 
 _SANDBOX_RE = re.compile(r"^(?P<cond>[a-z0-9]+)-rep(?P<rep>[0-9]+)$")
 _ROUND_RE = re.compile(r"^round_(?P<round>[0-9]+)\.jsonl$")
-
-# Field -> accepted types; a row missing one or with another type is malformed.
-_ROW_REQUIRED: dict[str, tuple[type, ...]] = {
-    "prompt_id": (str,),
-    "rank": (int,),
-    "skill_name": (str,),
-    "score": (int, float),
-}
-_TURN_REQUIRED: dict[str, tuple[type, ...]] = {
-    "round": (int,),
-    "prompt_id": (str,),
-    "status": (str,),
-}
 
 
 class AnalysisError(Exception):
@@ -125,19 +122,19 @@ def _read_sweep_json(root: Path) -> dict[str, Any]:
     return data
 
 
-def _missing_fields(obj: Any, required: dict[str, tuple[type, ...]]) -> str | None:
-    """Why a parsed line is unusable, or None when it is fine."""
+def _invalid(obj: Any, model: type[BaseModel]) -> str | None:
+    """Why a parsed line is not a valid MODEL row, or None when it is one."""
     if not isinstance(obj, dict):
         return f"expected a JSON object, got {type(obj).__name__}"
-    for name, types in required.items():
-        value = obj.get(name)
-        if isinstance(value, bool) or not isinstance(value, types):
-            return f"field {name!r} missing or not {'/'.join(t.__name__ for t in types)}"
+    try:
+        model.model_validate(obj, strict=True)
+    except ValidationError as exc:
+        return describe_invalid(exc)
     return None
 
 
 def _read_jsonl(
-    path: Path, root: Path, required: dict[str, tuple[type, ...]], issues: list[DataIssue]
+    path: Path, root: Path, model: type[BaseModel], issues: list[DataIssue]
 ) -> list[dict[str, Any]]:
     """Parse a JSONL file, skipping (and recording) malformed lines."""
     rel = path.relative_to(root).as_posix()
@@ -155,7 +152,7 @@ def _read_jsonl(
         except json.JSONDecodeError as exc:
             issues.append(DataIssue(rel, f"malformed JSON: {exc.msg}", number))
             continue
-        problem = _missing_fields(obj, required)
+        problem = _invalid(obj, model)
         if problem:
             issues.append(DataIssue(rel, f"malformed row: {problem}", number))
             continue
@@ -169,13 +166,13 @@ def _load_sandbox(path: Path, root: Path, cond: str, rep: int, issues: list[Data
     for file in sorted(path.iterdir()):
         match = _ROUND_RE.match(file.name)
         if match and file.is_file():
-            rows = _read_jsonl(file, root, _ROW_REQUIRED, issues)
+            rows = _read_jsonl(file, root, MeasurementRow, issues)
             if not rows:
                 issues.append(DataIssue(file.relative_to(root).as_posix(), "no measurement rows"))
             box.rounds[int(match["round"])] = rows
     turns_path = path / "turns.jsonl"
     if turns_path.is_file():
-        box.turns = _read_jsonl(turns_path, root, _TURN_REQUIRED, issues)
+        box.turns = _read_jsonl(turns_path, root, TurnRow, issues)
     else:
         issues.append(DataIssue(turns_path.relative_to(root).as_posix(), "missing turn log"))
     return box

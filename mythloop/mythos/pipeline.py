@@ -23,6 +23,7 @@ from mythloop.mythos.prompts import (
     stage_prompt,
     system_prompt,
 )
+from mythloop.mythos.records import CodegenResult, RepairResult, SceneCode, StageOutcome
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import Manifest, create_run_dir
 from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
@@ -71,7 +72,7 @@ class FilmSession:
         return completion
 
     # --- reasoning stages ------------------------------------------------------------
-    def run_stage(self, slug: str, input_artifact: dict) -> dict:
+    def run_stage(self, slug: str, input_artifact: dict) -> StageOutcome:
         """Call the stage's agent; retry once with the rejection reason; raise StageFailed."""
         spec = stage_by_slug(slug)
         stem = spec.artifact_name.split(".")[0]
@@ -93,26 +94,27 @@ class FilmSession:
                 raise StageFailed(
                     f"stage {slug!r} returned an unusable artifact twice ({problem}); "
                     f"stopping instead of filming an empty story. Raw trace: {raw_path}")
-        return {"artifact": artifact, "raw": completion.text, "retried": retried,
-                "model": completion.model, "seconds": round(time.perf_counter() - started, 3),
-                "simulated": bool(getattr(completion, "simulated", False))}
+        return StageOutcome(artifact=artifact, raw=completion.text, retried=retried,
+                            model=completion.model,
+                            seconds=round(time.perf_counter() - started, 3),
+                            simulated=bool(getattr(completion, "simulated", False)))
 
-    def record_stage(self, slug: str, outcome: dict, *, task_run_id: str | None,
+    def record_stage(self, slug: str, outcome: StageOutcome, *, task_run_id: str | None,
                      cached: bool, attempts: int) -> dict:
         """Write the stage's artifact (and raw trace for cached ones) and its manifest row."""
         spec = stage_by_slug(slug)
-        write_json_atomic(self.run_dir / spec.artifact_name, outcome["artifact"])
+        write_json_atomic(self.run_dir / spec.artifact_name, outcome.artifact)
         stem = spec.artifact_name.split(".")[0]
         if cached:
-            write_text_atomic(self.run_dir / f"{stem}.raw.txt", outcome["raw"])
+            write_text_atomic(self.run_dir / f"{stem}.raw.txt", outcome.raw)
         self.manifest.add_stage({
-            "stage": slug, "artifact": spec.artifact_name, "seconds": outcome["seconds"],
-            "retried": outcome["retried"], "cached": cached, "attempts": attempts,
-            "model": outcome["model"], "prefect_task_run_id": task_run_id})
-        return outcome["artifact"]
+            "stage": slug, "artifact": spec.artifact_name, "seconds": outcome.seconds,
+            "retried": outcome.retried, "cached": cached, "attempts": attempts,
+            "model": outcome.model, "prefect_task_run_id": task_run_id})
+        return outcome.artifact
 
     # --- codegen and repair ------------------------------------------------------------
-    def codegen(self, dossier: dict) -> dict:
+    def codegen(self, dossier: dict) -> CodegenResult:
         """The dossier -> one file: a shared header and N Scene classes (the film's scenes)."""
         started = time.perf_counter()
         completion = self.call(codegen_prompt(dossier), key="codegen")
@@ -122,14 +124,14 @@ class FilmSession:
             split = split_film(code)
         except FilmSplitError as exc:
             raise SceneCodeError(f"codegen: {exc}") from exc
-        return {"code": code, "scene_name": scene, "header": split.header,
-                "scenes": [{"index": u.index, "name": u.name, "code": u.code}
-                           for u in split.scenes],
-                "raw": completion.text, "model": completion.model,
-                "seconds": round(time.perf_counter() - started, 3)}
+        return CodegenResult(code=code, scene_name=scene, header=split.header,
+                             scenes=[SceneCode(index=u.index, name=u.name, code=u.code)
+                                     for u in split.scenes],
+                             raw=completion.text, model=completion.model,
+                             seconds=round(time.perf_counter() - started, 3))
 
     def repair_scene(self, index: int, name: str, attempt: int, header: str, scene_code: str,
-                     failure: str) -> dict:
+                     failure: str) -> RepairResult:
         """Scoped repair: one failing scene class + its error tail (header read-only)."""
         started = time.perf_counter()
         key = f"repair-scene-{index:02d}-{attempt}"
@@ -145,8 +147,8 @@ class FilmSession:
             new_code = scene_from_reply(code, name)
         except FilmSplitError as exc:
             raise SceneCodeError(f"{key}: {exc}") from exc
-        return {"code": new_code, "raw": completion.text, "model": completion.model,
-                "seconds": round(time.perf_counter() - started, 3)}
+        return RepairResult(code=new_code, raw=completion.text, model=completion.model,
+                            seconds=round(time.perf_counter() - started, 3))
 
     def write_scene(self, code: str, version: str) -> Path:
         """The current scene is always mythos_scene.py; each version is kept beside it."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from datetime import UTC, datetime
@@ -45,34 +44,52 @@ def create_run_dir(runs_root: Path | str, prompt: str) -> Path:
 
 
 class Manifest:
-    """A run's manifest.json: every update is written to disk atomically at once."""
+    """A run's manifest.json: every update is written to disk atomically at once.
+
+    `record` is the typed manifest (mythloop.mythos.records.FilmManifest); `data` is its
+    JSON form, as written to disk (exactly the keys that were set).
+    """
 
     FILE_NAME = "manifest.json"
 
     def __init__(self, run_dir: Path | str, **initial: Any) -> None:
+        from mythloop.mythos.records import FilmManifest
+
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / self.FILE_NAME
-        self.data: dict[str, Any] = {
-            "run_id": self.run_dir.name,
-            "created_utc": utc_now(),
-            "stages": [],
-        }
-        self.data.update(initial)
+        self.record = FilmManifest.model_validate(
+            {"run_id": self.run_dir.name, "created_utc": utc_now(), "stages": [], **initial})
         self.lock = threading.RLock()
         self.save()
 
     @classmethod
     def load(cls, run_dir: Path | str) -> Manifest:
-        """Reopen an existing run's manifest (for resumed films)."""
+        """Reopen an existing run's manifest (for resumed films); a manifest that is not
+        valid JSON or not a film manifest raises a one-line ValueError naming it."""
+        from pydantic import ValidationError
+
+        from mythloop.fileio import describe_invalid
+        from mythloop.mythos.records import FilmManifest
+
         path = Path(run_dir) / cls.FILE_NAME
         if not path.is_file():
             raise FileNotFoundError(f"no {cls.FILE_NAME} in {run_dir}; is it a film run directory?")
         manifest = cls.__new__(cls)
         manifest.run_dir = Path(run_dir)
         manifest.path = path
-        manifest.data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            manifest.record = FilmManifest.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            raise ValueError(f"{path}: not a valid film manifest: {describe_invalid(exc)}"
+                             ) from None
         manifest.lock = threading.RLock()
         return manifest
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The manifest as JSON data (a copy: change it through update/add_stage/append)."""
+        with self.lock:
+            return self.record.model_dump(mode="json", exclude_unset=True)
 
     def save(self) -> None:
         """Write the whole manifest atomically (scenes update it from several threads)."""
@@ -80,28 +97,36 @@ class Manifest:
             write_json_atomic(self.path, self.data)
 
     def update(self, **fields: Any) -> None:
-        """Set top-level fields, then save."""
+        """Set top-level fields (each validated by FilmManifest), then save."""
         with self.lock:
-            self.data.update(fields)
+            for key, value in fields.items():
+                setattr(self.record, key, value)
             self.save()
 
-    def add_stage(self, record: dict[str, Any]) -> None:
-        """Append (or replace, by `stage` name) one stage record, then save."""
+    def add_stage(self, record: Any) -> None:
+        """Append (or replace, by `stage` name) one stage record (a StageRecord or its
+        dict), then save."""
+        from mythloop.mythos.records import StageRecord
+
         with self.lock:
-            stages = self.data.setdefault("stages", [])
-            name = record.get("stage")
+            new = StageRecord.model_validate(record)
+            stages = list(self.record.stages)
             for index, existing in enumerate(stages):
-                if name is not None and existing.get("stage") == name:
-                    stages[index] = {**existing, **record}
+                if new.stage is not None and existing.stage == new.stage:
+                    stages[index] = StageRecord.model_validate(
+                        {**existing.model_dump(exclude_unset=True),
+                         **new.model_dump(exclude_unset=True)})
                     break
             else:
-                stages.append(dict(record))
+                stages.append(new)
+            self.record.stages = stages
             self.save()
 
     def append(self, key: str, item: Any) -> None:
         """Append to a top-level list (renders, repairs, fallbacks), then save."""
         with self.lock:
-            self.data.setdefault(key, []).append(item)
+            current = getattr(self.record, key, None) or []
+            setattr(self.record, key, [*current, item])
             self.save()
 
     def __getitem__(self, key: str) -> Any:

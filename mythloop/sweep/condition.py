@@ -16,14 +16,28 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mythloop.fileio import append_jsonl, read_jsonl, write_json_atomic, write_text_atomic
+from mythloop.fileio import (
+    append_jsonl,
+    jsonl_text,
+    read_records,
+    write_json_atomic,
+    write_text_atomic,
+)
 from mythloop.skills import Catalog
 from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed
+from mythloop.sweep.records import (
+    AppliedVerdict,
+    CatalogEntry,
+    MeasurementRow,
+    MeasureResult,
+    TurnAnswer,
+    TurnRow,
+)
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
 
 
-def render_catalog(ranked) -> str:
+def render_catalog(ranked: list[CatalogEntry]) -> str:
     """The seed's "Skills (mandatory)" catalog block for the top-k shown to the model."""
     lines = [
         "## Skills (mandatory)",
@@ -34,13 +48,13 @@ def render_catalog(ranked) -> str:
         "<available_skills>",
     ]
     for entry in ranked:
-        desc = " ".join((entry["description"] or "").split())[:300]
-        lines.append(f"  - {entry['name']}: {desc}" if desc else f"  - {entry['name']}")
+        desc = " ".join((entry.description or "").split())[:300]
+        lines.append(f"  - {entry.name}: {desc}" if desc else f"  - {entry.name}")
     lines.append("</available_skills>")
     return "\n".join(lines)
 
 
-def learning_prompt(ranked, contract: str, task: str) -> str:
+def learning_prompt(ranked: list[CatalogEntry], contract: str, task: str) -> str:
     return render_catalog(ranked) + "\n\n---\n" + contract.strip() + "\n\nUser task:\n" + task
 
 
@@ -188,48 +202,49 @@ class ConditionRun:
             tmp.unlink(missing_ok=True)
             _sqlite_copy(self.store_path, tmp)
             os.replace(tmp, snapshot)
-        kept = [row for row in read_jsonl(self.turns_path) if row.get("round", 0) < round_idx]
-        write_text_atomic(self.turns_path,
-                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        kept = [row for row in read_records(self.turns_path, TurnRow) if row.round < round_idx]
+        # exclude_unset: a kept row is written back with exactly the keys it was read with
+        write_text_atomic(self.turns_path, "".join(
+            json.dumps(r.model_dump(mode="json", exclude_unset=True), ensure_ascii=False) + "\n"
+            for r in kept))
 
     # --- measure -----------------------------------------------------------------
-    def measure(self, round_idx: int) -> dict:
+    def measure(self, round_idx: int) -> MeasureResult:
         """Rank every prompt (top-k), write round_<r>.jsonl, and return the catalogs to learn from."""
-        rows: list[dict] = []
-        catalogs: dict[str, list] = {}
+        rows: list[MeasurementRow] = []
+        catalogs: dict[str, list[CatalogEntry]] = {}
         hits3 = gold_found = 0
         for prompt in self.prompts:
             ranked = self.router.rank(prompt.prompt, top_k=self.config.measure_top_k)
             if prompt.learned:
                 catalogs[prompt.id] = [
-                    {"name": r.name, "description": r.description, "tier": r.tier}
+                    CatalogEntry(name=r.name, description=r.description, tier=r.tier)
                     for r in ranked[: self.config.learn_top_k]]
             for r in ranked:
-                rows.append({
-                    "round": round_idx, "cond": self.cond, "replicate": self.replicate,
-                    "prompt_id": prompt.id, "prompt_kind": prompt.kind,
-                    "expected_skill": prompt.expected_skill,
-                    "poisoned_twin": prompt.poisoned_twin,
-                    "rank": r.rank, "skill_name": r.name, "tier": r.tier,
-                    "score": round(float(r.score), 6),
-                    "breakdown": {k: round(float(v), 6) for k, v in r.breakdown.items()},
-                    "status": r.status, "helpful_count": r.helpful,
-                    "harmful_count": r.harmful, "streak": r.streak,
-                })
+                rows.append(MeasurementRow(
+                    round=round_idx, cond=self.cond, replicate=self.replicate,
+                    prompt_id=prompt.id, prompt_kind=prompt.kind,
+                    expected_skill=prompt.expected_skill,
+                    poisoned_twin=prompt.poisoned_twin,
+                    rank=r.rank, skill_name=r.name, tier=r.tier,
+                    score=round(float(r.score), 6),
+                    breakdown={k: round(float(v), 6) for k, v in r.breakdown.items()},
+                    status=r.status, helpful_count=r.helpful,
+                    harmful_count=r.harmful, streak=r.streak,
+                ))
             names = [r.name for r in ranked]
             if prompt.expected_skill and prompt.kind in ("trap", "normal"):
                 gold_found += 1
                 hits3 += prompt.expected_skill in names[:3]
-        write_text_atomic(self.round_path(round_idx),
-                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        return {"rows": len(rows), "catalogs": catalogs,
-                "in_distribution_hit_at_3": hits3 / gold_found if gold_found else None}
+        write_text_atomic(self.round_path(round_idx), jsonl_text(rows))
+        return MeasureResult(rows=len(rows), catalogs=catalogs,
+                             in_distribution_hit_at_3=hits3 / gold_found if gold_found else None)
 
     # --- learn -------------------------------------------------------------------
-    def learning_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
-                      contract: str) -> dict:
-        """One learning turn: show the catalog (name, description, tier dicts from
-        `measure`), call the backend, persist verdicts.
+    def learning_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
+                      contract: str) -> TurnRow:
+        """One learning turn: show the catalog (the entries `measure` chose), call the
+        backend, persist verdicts.
 
         Returns the turn-log row; the caller appends it (so a retried task never
         logs a turn twice, and the store ignores a repeated session write).
@@ -237,8 +252,8 @@ class ConditionRun:
         return self.record_turn(prompt, round_idx, ranked,
                                 self.ask_turn(prompt, round_idx, ranked, contract))
 
-    def ask_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
-                 contract: str) -> dict:
+    def ask_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
+                 contract: str) -> TurnAnswer:
         """The model half of a turn: call the backend, keep its raw and text replies.
 
         Touches no store and no shared state, so the turns of a round may ask side by
@@ -255,13 +270,13 @@ class ConditionRun:
         raw = completion.raw if isinstance(completion.raw, str) else json.dumps(completion.raw)
         write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
         write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
-        return {"session_id": session_id, "text": text,
-                "elapsed_s": round(time.perf_counter() - started, 4),
-                "backend": completion.backend, "simulated": bool(completion.simulated),
-                "model": completion.model}
+        return TurnAnswer(session_id=session_id, text=text,
+                          elapsed_s=round(time.perf_counter() - started, 4),
+                          backend=completion.backend, simulated=bool(completion.simulated),
+                          model=completion.model)
 
-    def record_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[dict],
-                    answer: dict) -> dict:
+    def record_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
+                    answer: TurnAnswer) -> TurnRow:
         """The store half of a turn: parse the answer's tags, persist the verdicts in one
         store transaction, and return the turn-log row.
 
@@ -271,33 +286,33 @@ class ConditionRun:
         from mythloop.verdicts import count_malformed_tags, parse_tags, persist_verdicts
 
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
-        text = answer.get("text") or ""
+        text = answer.text or ""
         tags = parse_tags(text)
-        shown = [entry["name"] for entry in ranked]
+        shown = [entry.name for entry in ranked]
         result = persist_verdicts(
             self.store, shown, tags, session_id=session_id, host=self.config.judge,
             query=prompt.prompt, embedder=self.embedder,
             known_skills={s.name for s in self.catalog.skills})
-        tiers = {entry["name"]: entry["tier"] for entry in ranked}
-        return {
-            "round": round_idx, "cond": self.cond, "replicate": self.replicate,
-            "prompt_id": prompt.id, "prompt_kind": prompt.kind,
-            "expected_skill": prompt.expected_skill, "session_id": session_id,
-            "status": "ok", "error": None,
-            "elapsed_s": answer.get("elapsed_s"),
-            "backend": answer.get("backend"), "simulated": bool(answer.get("simulated")),
-            "model": answer.get("model"), "ranked_top5": shown, "catalog_tiers": tiers,
-            "tags": tags,
-            "applied": [{"name": a["name"], "verdict": a["verdict"], "tier": tiers.get(a["name"])}
-                        for a in result.applied],
-            "off_catalog": result.off_catalog, "invented": result.invented,
-            "rejected": result.rejected, "parse_failures": count_malformed_tags(text),
-            "text_len": len(text), "text_tail": text[-600:], "stderr_head": "",
-        }
+        tiers = {entry.name: entry.tier for entry in ranked}
+        return TurnRow(
+            round=round_idx, cond=self.cond, replicate=self.replicate,
+            prompt_id=prompt.id, prompt_kind=prompt.kind,
+            expected_skill=prompt.expected_skill, session_id=session_id,
+            status="ok", error=None,
+            elapsed_s=answer.elapsed_s,
+            backend=answer.backend, simulated=bool(answer.simulated),
+            model=answer.model, ranked_top5=shown, catalog_tiers=tiers,
+            tags=tags,
+            applied=[AppliedVerdict(name=a["name"], verdict=a["verdict"],
+                                    tier=tiers.get(a["name"])) for a in result.applied],
+            off_catalog=result.off_catalog, invented=result.invented,
+            rejected=result.rejected, parse_failures=count_malformed_tags(text),
+            text_len=len(text), text_tail=text[-600:], stderr_head="",
+        )
 
-    def learn_round(self, round_idx: int, catalogs: dict[str, list], contract: str, *,
-                    retries: int = 0, retry_delay_s: float = 0.0,
-                    on_failure=None) -> list[dict]:
+    def learn_round(self, round_idx: int, catalogs: dict[str, list[CatalogEntry]],
+                    contract: str, *, retries: int = 0, retry_delay_s: float = 0.0,
+                    on_failure=None) -> list[TurnRow]:
         """Every learning turn of a round, one after another in this thread: the batched
         learn step for in-process judges. Returns the turn rows in prompt order.
 
@@ -330,25 +345,25 @@ class ConditionRun:
                     break
         return rows
 
-    def failed_turn_row(self, prompt: SweepPrompt, round_idx: int, ranked: list,
-                        error: BaseException | str, timed_out: bool, attempts: int) -> dict:
+    def failed_turn_row(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
+                        error: BaseException | str, timed_out: bool, attempts: int) -> TurnRow:
         """The turn-log row of a turn that still failed after its retries."""
-        return {
-            "round": round_idx, "cond": self.cond, "replicate": self.replicate,
-            "prompt_id": prompt.id, "prompt_kind": prompt.kind,
-            "expected_skill": prompt.expected_skill,
-            "session_id": session_id_for(self.cond, self.replicate, round_idx, prompt.id),
-            "status": "timeout" if timed_out else "failed",
-            "error": " ".join(str(error).split())[:500] or type(error).__name__,
-            "attempts": attempts, "elapsed_s": None, "backend": self.config.judge,
-            "simulated": self.config.simulated, "model": self.config.judge_options.model,
-            "ranked_top5": [entry["name"] for entry in ranked],
-            "catalog_tiers": {entry["name"]: entry["tier"] for entry in ranked},
-            "tags": [], "applied": [], "off_catalog": [], "invented": [], "rejected": [],
-            "parse_failures": 0, "text_len": 0, "text_tail": "", "stderr_head": "",
-        }
+        return TurnRow(
+            round=round_idx, cond=self.cond, replicate=self.replicate,
+            prompt_id=prompt.id, prompt_kind=prompt.kind,
+            expected_skill=prompt.expected_skill,
+            session_id=session_id_for(self.cond, self.replicate, round_idx, prompt.id),
+            status="timeout" if timed_out else "failed",
+            error=" ".join(str(error).split())[:500] or type(error).__name__,
+            attempts=attempts, elapsed_s=None, backend=self.config.judge,
+            simulated=self.config.simulated, model=self.config.judge_options.model,
+            ranked_top5=[entry.name for entry in ranked],
+            catalog_tiers={entry.name: entry.tier for entry in ranked},
+            tags=[], applied=[], off_catalog=[], invented=[], rejected=[],
+            parse_failures=0, text_len=0, text_tail="", stderr_head="",
+        )
 
-    def append_turn(self, row: dict) -> None:
+    def append_turn(self, row: TurnRow) -> None:
         append_jsonl(self.turns_path, row)
 
 
