@@ -132,13 +132,13 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     generated = CodegenResult.model_validate(state.result())
     task_run_id, cached = _state_meta(state)
     if cached:
-        (session.run_dir / "07_codegen.raw.txt").write_text(generated.raw, encoding="utf-8")
+        write_text_atomic(session.run_dir / "07_codegen.raw.txt", generated.raw)
     header = generated.header
     units = [SceneUnit(s.index, s.name, s.code) for s in generated.scenes]
     session.write_scene(generated.code, "codegen")
     scenes_dir = session.run_dir / "scenes"
     scenes_dir.mkdir(exist_ok=True)
-    (scenes_dir / "header.py").write_text(header, encoding="utf-8")
+    write_text_atomic(scenes_dir / "header.py", header)
     manifest.add_stage({"stage": "codegen", "artifact": SCENE_FILE,
                         "seconds": generated.seconds, "cached": cached,
                         "model": generated.model, "prefect_task_run_id": task_run_id})
@@ -212,7 +212,7 @@ class _FilmScenes:
 
     def _write_scene(self, unit: SceneUnit, code: str, version: str) -> Path:
         text = scene_file_text(self.header, code)
-        (self.dir / f"{unit.label}.{version}.py").write_text(text, encoding="utf-8")
+        write_text_atomic(self.dir / f"{unit.label}.{version}.py", text)
         path = self.dir / f"{unit.label}.py"
         write_text_atomic(path, text)
         with self.lock:

@@ -29,7 +29,9 @@ def _shard(results, name, rounds, turns):
     shard = results / name
     shard.mkdir(parents=True)
     (shard / "progress.json").write_text(json.dumps({"completed_rounds": rounds}))
-    (shard / "turns.jsonl").write_text("".join(json.dumps({"status": s}) + "\n" for s in turns))
+    (shard / "turns.jsonl").write_text("".join(
+        json.dumps({"round": 0, "prompt_id": f"p{i}", "status": s}) + "\n"
+        for i, s in enumerate(turns)))
 
 
 def test_shard_plan_follows_the_in_process_order():

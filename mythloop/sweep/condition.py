@@ -8,7 +8,6 @@ workspace copies of the skills, the per-round JSONL and the raw turn texts.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import sqlite3
@@ -20,6 +19,7 @@ from mythloop.fileio import (
     append_jsonl,
     jsonl_text,
     read_records,
+    replacing,
     write_json_atomic,
     write_text_atomic,
 )
@@ -197,11 +197,8 @@ class ConditionRun:
             _sqlite_copy(snapshot, self.store_path)
             self.router.refresh(force=True)
         else:
-            snapshot.parent.mkdir(parents=True, exist_ok=True)
-            tmp = snapshot.with_name(f".{snapshot.name}.tmp")
-            tmp.unlink(missing_ok=True)
-            _sqlite_copy(self.store_path, tmp)
-            os.replace(tmp, snapshot)
+            with replacing(snapshot) as tmp:
+                _sqlite_copy(self.store_path, tmp)
         kept = [row for row in read_records(self.turns_path, TurnRow) if row.round < round_idx]
         # exclude_unset: a kept row is written back with exactly the keys it was read with
         write_text_atomic(self.turns_path, "".join(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mythloop.fileio import read_jsonl
+from mythloop.fileio import read_records
 from mythloop.sweep.config import SweepConfig
+from mythloop.sweep.records import TurnRow
 
 __all__ = ["shard_plan", "shard_summary", "rounds_done", "ShardIncomplete"]
 
@@ -39,7 +40,7 @@ def shard_summary(results_dir: Path, cond: str, replicate: int, rounds: int) -> 
             f"shard {cond}-rep{replicate} finished but {shard_dir} lacks rounds "
             f"{', '.join(map(str, missing))}: is {results_dir} the same storage on every "
             "worker? Rerun the sweep with the same results dir to resume it")
-    failed = sum(1 for row in read_jsonl(shard_dir / "turns.jsonl") if row.get("status") != "ok")
+    failed = sum(1 for row in read_records(shard_dir / "turns.jsonl", TurnRow) if not row.ok)
     return {"condition": cond, "replicate": replicate, "dir": str(shard_dir),
             "completed_rounds": completed, "failed_turns": failed}
 
