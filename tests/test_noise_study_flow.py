@@ -98,12 +98,8 @@ def test_cli_noise_levels_and_conditions_mix():
 
 
 def test_nightly_deployment_takes_noise_levels(monkeypatch):
-    import importlib.util
+    from mythloop_app import deployments as serve_entry
 
-    path = Path(__file__).parents[1] / "deployments" / "serve.py"
-    spec = importlib.util.spec_from_file_location("serve_entry_noise", path)
-    serve_entry = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve_entry)
     nightly, _ = serve_entry.build_deployments(cron="0 2 * * *", timezone="UTC")
     assert nightly.parameters["noise_levels"] is None  # default: one ordinary sweep
     monkeypatch.setenv("MYTHLOOP_NIGHTLY_NOISE_LEVELS", "0.4, 0,0.2")
