@@ -299,7 +299,7 @@ def stop_group(proc: subprocess.Popen, *, first: int = signal.SIGTERM, grace: fl
         _wait_gone(left, 5.0)
 
 
-stop_process = stop_group  # the name mythloop.scale.procs used
+stop_process = stop_group  # the name the scale stack and the bench use
 
 
 def kill_tree(root: int, *, grace: float = 2.0, include_root: bool = True) -> list[int]:

@@ -299,10 +299,14 @@ def test_cli_renders_into_a_private_dir_and_shows_progress(tmp_path, state_dir):
 
 
 def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harness):
-    """A film's render stage runs render_scene in a Prefect task: the lines reach its log."""
+    """A film's render task passes the run logger (tasks.common.run_logger_info) as
+    render_scene's progress sink: the lines reach the task run's log. The library itself
+    never looks Prefect up."""
     import logging
 
     from prefect import flow, task
+
+    from tasks.common import run_logger_info
 
     scene = tmp_path / "square_story.py"
     scene.write_text(SQUARE)
@@ -314,7 +318,8 @@ def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harnes
 
     @task
     def render_stage() -> dict:
-        return render_scene(scene, out_dir=tmp_path / "run", timeout=300).model_dump()
+        return render_scene(scene, out_dir=tmp_path / "run", timeout=300,
+                            progress=run_logger_info()).model_dump()
 
     @flow
     def film_like() -> dict:
