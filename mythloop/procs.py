@@ -22,6 +22,9 @@ Starting
     start_session(argv, die_with_parent=, **popen_kwargs)  Popen in a new session
     start_process(argv, env=, log_path=, cwd=, user=)      the same, output to a log file,
                                  dying with its parent (a server, a worker, a database)
+    run(argv, timeout=, input=, cwd=, env=)  a bounded tool run (ffmpeg, espeak-ng, a manim
+                                 probe) in a session of its own, output captured as text; on
+                                 timeout its whole group is killed, then TimeoutExpired
 
 Looking
     pid_alive(pid)               the process exists and is not a zombie
@@ -62,7 +65,7 @@ import psutil
 __all__ = ["free_port", "port_in_use", "port_listening", "http_ok", "wait_http_ok",
            "wait_until", "die_with_parent", "start_session", "start_process", "pid_alive",
            "tree_pids", "descendant_pids", "marked_pids", "signal_group", "stop_group",
-           "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail"]
+           "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail", "run"]
 
 
 # --- ports and health -------------------------------------------------------------------------
@@ -162,6 +165,25 @@ def start_process(argv: Sequence[str], *, env: dict[str, str], log_path: Path,
         return start_session(argv, die_with_parent=True, env=env, cwd=cwd,
                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                              user=user)
+
+
+def run(argv: Sequence[str], *, timeout: float, input: str | None = None,
+        cwd: Path | str | None = None, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, text=True, timeout=...) with the child in a
+    session of its own, dying with this process: at the timeout its whole process group is
+    killed (subprocess.run kills only the direct child, so a grandchild such as LaTeX under
+    manim would live on), then subprocess.TimeoutExpired is raised as subprocess.run does."""
+    proc = start_session(argv, die_with_parent=True, cwd=cwd, env=env, text=True,
+                         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except BaseException:  # the timeout, or Ctrl-C while it ran: nothing of it stays behind
+        signal_group(proc.pid, signal.SIGKILL)  # the leader is not reaped yet: the id is its
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 # --- looking ----------------------------------------------------------------------------------

@@ -217,3 +217,27 @@ def test_log_tail(tmp_path):
     assert procs.log_tail(log) == "(no log)"
     log.write_text("\n".join(str(i) for i in range(50)) + "\n", encoding="utf-8")
     assert procs.log_tail(log, 3) == "47\n48\n49"
+
+
+def test_run_captures_output_and_feeds_input():
+    done = procs.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper()); "
+                      "print('to stderr', file=sys.stderr); sys.exit(3)"],
+                     input="narration", timeout=60)
+    assert done.returncode == 3
+    assert done.stdout.strip() == "NARRATION" and done.stderr.strip() == "to stderr"
+
+
+def test_run_timeout_kills_the_whole_group(tmp_path):
+    """A tool that outlives its deadline goes with everything it started (subprocess.run
+    would kill only the direct child and leave the grandchild running)."""
+    pid_file = tmp_path / "grandchild.pid"
+    script = textwrap.dedent(f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c",
+            "import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"])
+        time.sleep(600)
+    """)
+    with pytest.raises(subprocess.TimeoutExpired):
+        procs.run([sys.executable, "-c", script], timeout=5)
+    assert pid_file.exists(), "the grandchild never started: raise the timeout"
+    assert _wait_dead(int(pid_file.read_text()))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from mythloop import procs
 from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
@@ -33,7 +33,7 @@ def _ffmpeg() -> str:
 
 
 def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0) -> None:
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    proc = procs.run(args, cwd=cwd, timeout=timeout)
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise MuxError(f"{Path(args[0]).name} failed (exit {proc.returncode}): "
@@ -52,8 +52,8 @@ def probe(path: Path) -> dict:
     exe = shutil.which("ffprobe")
     if not exe:
         raise MuxError("ffprobe not found; fix: apt-get install ffmpeg (make setup installs it)")
-    proc = subprocess.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
-                           str(path)], capture_output=True, text=True, timeout=60)
+    proc = procs.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
+                      str(path)], timeout=60)
     if proc.returncode != 0:
         raise MuxError(f"ffprobe cannot read {path}: {proc.stderr.strip()[:200]}")
     return json.loads(proc.stdout)

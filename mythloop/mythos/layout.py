@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from mythloop import procs
 
 __all__ = ["Finding", "check_layout", "format_findings", "probe_source", "probe_scene",
            "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE"]
@@ -123,8 +124,8 @@ def probe_scene(scene_file: Path, scene_name: str, *, quality: str = "l",
               f"sys.argv = ['manim', 'render', '--dry_run', '-q{quality}', "
               f"{str(scene_file)!r}, {scene_name!r}]\n"
               "runpy.run_module('manim', run_name='__main__', alter_sys=True)\n")
-    proc = subprocess.run([sys.executable, "-c", driver], cwd=workdir, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    proc = procs.run([sys.executable, "-c", driver], cwd=workdir, timeout=timeout,
+                     env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"layout probe of {scene_name} failed (exit {proc.returncode}): "

@@ -137,7 +137,7 @@ def _namespaces_work() -> bool:
     if os.geteuid() != 0 or not os.path.isabs(_UNSHARE_BIN):
         return False
     try:
-        return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=20).returncode == 0
+        return procs.run([*_UNSHARE, "true"], timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 

@@ -15,10 +15,10 @@ import ast
 import functools
 import hashlib
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from mythloop import procs
 from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
 from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
@@ -193,10 +193,10 @@ def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
     listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
     try:
         with replacing(target) as tmp:
-            done = subprocess.run(
+            done = procs.run(
                 ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
                  str(listing), "-c", "copy", "-movflags", "+faststart", str(tmp)],
-                capture_output=True, text=True, timeout=600)
+                timeout=600)
             if done.returncode != 0 or not tmp.is_file():
                 raise RuntimeError(f"ffmpeg could not stitch the scenes: "
                                    f"{done.stderr.strip()[-500:] or done.returncode}")

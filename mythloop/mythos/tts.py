@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import wave
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from mythloop import procs
 from mythloop.fileio import replacing
 
 __all__ = ["TTSEngine", "TTSError", "EspeakEngine", "register_engine", "get_engine",
@@ -104,7 +104,7 @@ class EspeakEngine(TTSEngine):
         exe = self._exe()
         if not exe:
             return ""
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+        out = procs.run([exe, "--version"], timeout=10)
         return " ".join(out.stdout.split()[:4])
 
     def synthesize(self, text: str, out: Path, *, timeout: float = 120.0) -> float:
@@ -113,10 +113,10 @@ class EspeakEngine(TTSEngine):
             raise TTSError(f"espeak-ng not found; fix: {self.install_hint}")
         with replacing(out) as tmp:
             # Text on stdin: a narration line starting with '-' is never read as an option.
-            proc = subprocess.run(
+            proc = procs.run(
                 [exe, "-v", self.voice, "-s", str(self.words_per_minute), "-w", str(tmp),
                  "--stdin"],
-                input=" ".join(text.split()), capture_output=True, text=True, timeout=timeout,
+                input=" ".join(text.split()), timeout=timeout,
                 env={**os.environ, "LC_ALL": "C.UTF-8"})
             if proc.returncode != 0 or not tmp.exists():
                 detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
