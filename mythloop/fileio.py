@@ -40,20 +40,28 @@ class RecordError(ValueError):
     """A JSONL line that is not a valid record; the message names the file and line."""
 
 
-def write_text_atomic(path: Path | str, text: str) -> Path:
-    """Write via a temp file in the same folder, fsync, then os.replace."""
-    target = Path(path)
+@contextlib.contextmanager
+def _temp_beside(target: Path, suffix: str) -> Iterator[int]:
+    """An open descriptor of a new temp file beside TARGET (mkstemp: private, exclusive).
+    The block writes and fsyncs through it (and closes it); when the block ends cleanly the
+    temp file is renamed over TARGET, otherwise removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield fd
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path | str, text: str) -> Path:
+    """Write via a temp file in the same folder, fsync, then os.replace."""
+    target = Path(path)
+    with _temp_beside(target, ".tmp") as fd, os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
     return target
 
 
@@ -66,17 +74,11 @@ def write_json_atomic(path: Path | str, obj: Any) -> Path:
 def copy_file_atomic(src: Path | str, dst: Path | str) -> Path:
     """Copy SRC to DST via a temp file beside DST, fsync, then os.replace (any size, binary)."""
     target = Path(dst)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as data:
-            shutil.copyfileobj(data, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with (_temp_beside(target, ".part") as fd, os.fdopen(fd, "wb") as out,
+          open(src, "rb") as data):
+        shutil.copyfileobj(data, out, 1 << 20)
+        out.flush()
+        os.fsync(out.fileno())
     return target
 
 
