@@ -76,12 +76,9 @@ class TemporaryServer:
             self.port = procs.free_port()
             self.proc = procs.start_process(self._argv(), env=self._env(),
                                             log_path=self.log_path)
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    break
-                if procs.http_ok(f"{self.api_url}/health", timeout=2.0):
-                    return
-                time.sleep(0.1)
+            if procs.wait_http_ok(f"{self.api_url}/health", proc=self.proc, interval=0.1,
+                                  timeout=max(0.0, deadline - time.monotonic())):
+                return
             if self.proc.poll() != _PORT_IN_USE_EXIT:  # else: another took the port; again
                 break
         code = self.proc.poll()
