@@ -425,5 +425,19 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
     analyze_results(str(results_dir), _sweep_key(config))
     report = Path(results_dir) / "report.md"
     say(f"[sweep] report: {report}")
+    night = _record_night(results_dir, _sweep_key(config))
     return {"results_dir": str(results_dir), "report": str(report), "shards": shards,
-            "failed_turns": sum(s["failed_turns"] for s in shards)}
+            "failed_turns": sum(s["failed_turns"] for s in shards),
+            "regressions": night.get("regressions", [])}
+
+
+def _record_night(results_dir: Path, sweep_key: str) -> dict:
+    """History, comparison with the last comparable night, regression events, trend plot.
+    A failure here is reported and leaves the finished sweep Completed."""
+    from tasks.nightly import record_night
+
+    state = record_night(str(results_dir), sweep_key, return_state=True)
+    if not state.is_completed():
+        say(f"[sweep] history not updated: {state.message}")
+        return {}
+    return state.result()

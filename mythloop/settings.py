@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(4, validation_alias=_env("LLM_CONCURRENCY"))
     """Size of the global concurrency limit on tag `llm` created by `mythloop serve`."""
 
+    regression_notify_block: str | None = Field(
+        None, validation_alias=_env("REGRESSION_NOTIFY_BLOCK"))
+    """A Prefect notification block (`<block type slug>/<block name>`, e.g.
+    `slack-webhook/nightly`) the regression automation of `mythloop serve` sends through."""
+
     schedule_cron: str = Field("0 2 * * *", validation_alias=_env("SCHEDULE_CRON"))
     timezone: str = Field("UTC", validation_alias=_env("TIMEZONE"))
     nightly_noise_levels: Annotated[list[float], NoDecode] = Field(

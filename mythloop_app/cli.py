@@ -31,6 +31,7 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "sweep",
     "analysis",
+    "compare",
     "router",
     "film",
     "verify",

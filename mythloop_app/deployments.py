@@ -5,6 +5,9 @@
                                                    noise_levels (MYTHLOOP_NIGHTLY_NOISE_LEVELS:
                                                    two or more run a noise study)
     film            flows/film.py:film             no schedule; started from the UI's Run form
+    regression-alert flows/regression_alert.py     no schedule; run by the automation
+                                                   `mythloop: sweep regression` on each
+                                                   mythloop.sweep.regression event
 
 Also run as `python deployments/serve.py` (PREFECT_API_URL set).
 `deployments/prefect.yaml` describes the same deployments for `prefect deploy` and a
@@ -22,6 +25,9 @@ if TYPE_CHECKING:  # Prefect is imported late, after PREFECT_HOME points at the 
 
 NIGHTLY = "nightly-sweep"
 FILM = "film"
+REGRESSION_ALERT = "regression-alert"
+NIGHTLY_REPLICATES = 3  # mythloop.analysis.conclusion.MIN_REPLICATES
+REGRESSION_AUTOMATION = "mythloop: sweep regression"
 
 # What the film form is pre-filled with: runs with no account and renders a ~6 s scene.
 FILM_FORM_DEFAULTS = {"prompt": "the heat equation", "backend": "offline", "render": True,
@@ -59,7 +65,8 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     nightly = sweep.to_deployment(
         name=NIGHTLY,
         schedules=[schedule],
-        parameters={"config": SweepConfig().model_dump(mode="json"),
+        # MIN_REPLICATES replicates: fewer give no interval, so no night could be compared
+        parameters={"config": SweepConfig(replicates=NIGHTLY_REPLICATES).model_dump(mode="json"),
                     "noise_levels": levels or None},
         description=("The feedback-loop sweep, C0 vs C3 with the simulated judge, every night. "
                      "Results land in .mythloop/results/<UTC stamp>/ (report.md, metrics.json, "
@@ -80,6 +87,62 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     return [nightly, film_deployment]
 
 
+def build_alert_deployment() -> RunnerDeployment:
+    """The deployment the regression automation runs (served by `mythloop serve`)."""
+    from flows.regression_alert import regression_alert
+
+    alert = regression_alert.to_deployment(
+        name=REGRESSION_ALERT,
+        parameters={"regression": {}},
+        description=("Started by the automation 'mythloop: sweep regression' for each "
+                     "mythloop.sweep.regression event (a nightly metric worse than the last "
+                     "comparable night beyond its interval): leaves the artifact "
+                     "sweep-regression-alert. See docs/operations.md to send it to e-mail or "
+                     "Slack instead."),
+        tags=["mythloop", "sweep", "regression"],
+    )
+    return alert
+
+
+def ensure_regression_automation(alert_deployment_id, notify_block: str | None = None):
+    """Create or update the automation turning each mythloop.sweep.regression event into a
+    run of the regression-alert deployment (and a message through the notification block
+    `<type slug>/<name>` when given); idempotent: one automation of that name. Returns it."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.actions import RunDeployment, SendNotification
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+
+    actions: list = [RunDeployment(source="selected", deployment_id=alert_deployment_id,
+                                   parameters={"regression": "{{ event.payload }}"})]
+    with get_client(sync_client=True) as client:
+        if notify_block:
+            slug, _, name = notify_block.partition("/")
+            block = client.read_block_document_by_name(name=name, block_type_slug=slug)
+            actions.insert(0, SendNotification(
+                block_document_id=block.id,
+                subject="mythloop: {{ event.payload.cond }} {{ event.payload.label }} got worse",
+                body=("{{ event.payload.cond }} {{ event.payload.label }}: "
+                      "{{ event.payload.before.mean }} -> {{ event.payload.after.mean }}, "
+                      "difference {{ event.payload.interval.mean }} [95% CI "
+                      "{{ event.payload.interval.lo }}, {{ event.payload.interval.hi }}] against "
+                      "the night of {{ event.payload.baseline_night }}. Results: "
+                      "{{ event.payload.results_dir }}")))
+        automation = AutomationCore(
+            name=REGRESSION_AUTOMATION,
+            description=("A nightly sweep metric got worse than the last comparable night "
+                         "beyond its 95% interval (event mythloop.sweep.regression)."),
+            trigger=EventTrigger(expect={"mythloop.sweep.regression"},
+                                 posture=Posture.Reactive, threshold=1),
+            actions=actions, tags=["mythloop"])
+        found = client.read_automations_by_name(REGRESSION_AUTOMATION)
+        if found:
+            client.update_automation(found[0].id, automation)
+            for extra in found[1:]:
+                client.delete_automation(extra.id)
+            return client.read_automation(found[0].id)
+        return client.read_automation(client.create_automation(automation))
+
+
 def ensure_llm_limit(size: int) -> int:
     """Create (or resize) the tag-based concurrency limit on model calls; idempotent."""
     from prefect.client.orchestration import get_client
@@ -92,9 +155,17 @@ def ensure_llm_limit(size: int) -> int:
 
 
 def serve_all(deployments: list[RunnerDeployment], *, llm_concurrency: int,
-              api_url: str) -> None:
-    """Create the `llm` limit, then serve the deployments until SIGTERM / Ctrl-C."""
+              api_url: str, alert: RunnerDeployment | None = None,
+              notify_block: str | None = None) -> None:
+    """Create the `llm` limit and the regression automation, then serve the deployments until
+    SIGTERM / Ctrl-C."""
     size = ensure_llm_limit(llm_concurrency)
+    if alert is not None:
+        deployments = [*deployments, alert]
+        ensure_regression_automation(alert.apply(), notify_block)
+        where = f"notification block {notify_block} and " if notify_block else ""
+        print(f"automation '{REGRESSION_AUTOMATION}': each mythloop.sweep.regression event -> "
+              f"{where}a {REGRESSION_ALERT} run (artifact sweep-regression-alert)", flush=True)
     ui = api_url.rsplit("/api", 1)[0]
     for deployment in deployments:
         when = ", ".join(f"cron '{s.schedule.cron}' ({s.schedule.timezone})"
@@ -120,7 +191,8 @@ def main() -> None:
     if not api_url:
         sys.exit("error: set PREFECT_API_URL (see `mythloop server`), or use `mythloop serve`")
     serve_all(build_deployments(settings.schedule_cron, settings.timezone),
-              llm_concurrency=settings.llm_concurrency, api_url=api_url)
+              llm_concurrency=settings.llm_concurrency, api_url=api_url,
+              alert=build_alert_deployment(), notify_block=settings.regression_notify_block)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,8 @@ def test_served_deployments_carry_schedule_and_form_defaults(serve_entry):
     assert nightly.entrypoint.endswith(STAGE_FLOWS["nightly-sweep"])
     assert film.entrypoint.endswith(STAGE_FLOWS["film"])
     # The parameters the UI pre-fills must be valid inputs of the flows.
-    assert SweepConfig.model_validate(nightly.parameters["config"]) == SweepConfig()
+    # the flow's defaults, with enough replicates for an interval (nights are compared)
+    assert SweepConfig.model_validate(nightly.parameters["config"]) == SweepConfig(replicates=3)
     request = FilmRequest.model_validate(film.parameters["request"])
     assert request.backend == "offline" and request.render
     # The form: one `request` object whose fields carry descriptions and choices.

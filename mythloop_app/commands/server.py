@@ -199,7 +199,8 @@ def serve(
         preview = _start_preview(api_url, preview_port)
         try:
             entry.serve_all(deployments, llm_concurrency=settings.llm_concurrency,
-                            api_url=api_url)
+                            api_url=api_url, alert=entry.build_alert_deployment(),
+                            notify_block=settings.regression_notify_block)
         finally:
             if preview is not None:
                 preview.stop()

@@ -1,0 +1,224 @@
+"""Compare two sweeps (or a sweep and a night of the history): per condition and headline
+metric at the last round, A, B, B - A with its 95% interval over replicates, and a verdict.
+
+The interval is the report's own (`stats.difference`): paired by replicate when both sweeps
+ran the same replicates with the same replicate seeds, unpaired otherwise. The verdict is the
+report's rule (`conclusion.claim`): *better* / *worse* when the whole interval lies on one side
+of 0, *no clear change* otherwise; a zero-width interval is never a claim, and nothing is
+claimed below MIN_REPLICATES replicates. Configuration differences are listed before any
+figure; sweeps of different prompt sets are not compared at all.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mythloop.analysis.compute import HEADLINE
+from mythloop.analysis.conclusion import MIN_REPLICATES, claim
+from mythloop.analysis.history import Night, series_of, sweep_fields
+from mythloop.analysis.stats import difference
+
+__all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "side_from_dir",
+           "side_from_night", "table_rows"]
+
+# Named before any figure when they differ (prompt_set refuses the comparison).
+CONFIG_FIELDS = ("pool", "prompts_file", "judge", "noise", "model", "embedder", "rounds",
+                 "replicates", "conditions", "seed")
+LABELS = dict(HEADLINE)
+
+
+class CompareError(ValueError):
+    """Two sweeps that cannot be compared, or a side that cannot be read (one line)."""
+
+
+@dataclass
+class Side:
+    """One sweep as compare sees it: its configuration and per-replicate last-round values."""
+
+    label: str
+    fields: dict[str, Any]
+    last_round: int
+    values: dict[str, dict[str, dict[int, float]]]  # cond -> metric -> replicate -> value
+    night: str = ""
+    results_dir: str = ""
+
+    @property
+    def series(self) -> str:
+        return series_of(self.fields)
+
+
+def read_metrics(results_dir: Path) -> dict[str, Any]:
+    """metrics.json when the analysis wrote one, else the metrics computed now (nothing
+    written)."""
+    from mythloop.analysis.load import AnalysisError, load_results
+
+    path = results_dir / "metrics.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            pass  # recomputed below
+    from mythloop.analysis.compute import compute_metrics
+    from mythloop.analysis.core import _threshold
+
+    try:
+        results = load_results(results_dir)
+    except AnalysisError as exc:
+        raise CompareError(str(exc)) from None
+    return compute_metrics(results, abstain_threshold=_threshold(results.sweep, None))
+
+
+def side_from_metrics(metrics: dict[str, Any], label: str, results_dir: str = "") -> Side:
+    last = str(metrics.get("last_round", 0))
+    values: dict[str, dict[str, dict[int, float]]] = {}
+    for cond, reps in (metrics.get("cells") or {}).items():
+        for rep, rounds in reps.items():
+            cell = rounds.get(last) or {}
+            for key in LABELS:
+                if cell.get(key) is not None:
+                    values.setdefault(cond, {}).setdefault(key, {})[int(rep)] = float(cell[key])
+    sweep = metrics.get("sweep") or {}
+    return Side(label=label, fields=sweep_fields(metrics), last_round=int(last), values=values,
+                night=sweep.get("finished_utc") or "", results_dir=results_dir)
+
+
+def side_from_dir(results_dir: Path) -> Side:
+    root = Path(results_dir).expanduser().resolve()
+    return side_from_metrics(read_metrics(root), str(root), str(root))
+
+
+def side_from_night(night: Night) -> Side:
+    values: dict[str, dict[str, dict[int, float]]] = {}
+    for row in night.rows:
+        values.setdefault(row["cond"], {})[row["metric"]] = {
+            int(rep): float(v) for rep, v in zip(row["replicates"], row["values"], strict=True)}
+    fields = {k: night.fields.get(k) for k in ("prompt_set", *CONFIG_FIELDS, "replicate_seeds")}
+    return Side(label=f"night of {night.night} ({night.results_dir})", fields=fields,
+                last_round=int(night.fields.get("last_round", 0)), values=values,
+                night=night.night, results_dir=night.results_dir)
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    config_differences: list[dict[str, Any]]
+    paired: bool
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": {"label": self.a.label, "night": self.a.night, "last_round": self.a.last_round,
+                  "results_dir": self.a.results_dir},
+            "b": {"label": self.b.label, "night": self.b.night, "last_round": self.b.last_round,
+                  "results_dir": self.b.results_dir},
+            "config_differences": self.config_differences,
+            "pairing": "paired by replicate (same replicate seeds)" if self.paired
+            else "unpaired (different replicates or replicate seeds)",
+            "min_replicates": MIN_REPLICATES,
+            "rows": self.rows,
+        }
+
+    @property
+    def regressions(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["verdict"] == "worse"]
+
+
+def _summary(values: dict[int, float]) -> dict[str, Any] | None:
+    from mythloop.analysis.stats import summarize
+
+    return summarize(values)
+
+
+def verdict(key: str, d: dict[str, Any] | None) -> tuple[str, str]:
+    """(verdict, note) for a difference B - A."""
+    if not d:
+        return "no clear change", "missing on one side"
+    n = int(d.get("n", 0))
+    if n < MIN_REPLICATES:
+        return "not claimed", f"n={n} < {MIN_REPLICATES}"
+    if float(d["lo"]) == float(d["hi"]):  # never a claim, whatever the mean
+        return "no clear change", ("" if float(d["mean"]) == 0 else
+                                   "same shift in every replicate, zero-width interval: "
+                                   "not a claim")
+    said = claim(key, d)
+    return {"improves": ("better", ""), "hurts": ("worse", "")}.get(said or "",
+                                                                    ("no clear change", ""))
+
+
+def compare(a: Side, b: Side) -> Comparison:
+    """B against A. Raises CompareError for different prompt sets or nothing in common."""
+    if a.fields.get("prompt_set") != b.fields.get("prompt_set"):
+        raise CompareError(
+            f"not comparable: the two sweeps ran different prompt sets "
+            f"({a.fields.get('prompts_file')} vs {b.fields.get('prompts_file')})")
+    conds = [c for c in a.values if c in b.values]
+    if not conds:
+        raise CompareError("not comparable: the two sweeps share no condition")
+    diffs = [{"field": f, "a": a.fields.get(f), "b": b.fields.get(f)} for f in CONFIG_FIELDS
+             if a.fields.get(f) != b.fields.get(f)]
+    if a.last_round != b.last_round and not any(d["field"] == "rounds" for d in diffs):
+        diffs.append({"field": "last round", "a": a.last_round, "b": b.last_round})
+    seeds_a, seeds_b = a.fields.get("replicate_seeds") or {}, b.fields.get("replicate_seeds") or {}
+    comparison = Comparison(a, b, diffs, paired=False)
+    for cond in conds:
+        for key, label in HEADLINE:
+            va, vb = a.values[cond].get(key), b.values[cond].get(key)
+            if not va or not vb:
+                continue
+            paired = set(va) == set(vb) and all(
+                seeds_a.get(str(r)) is not None and seeds_a.get(str(r)) == seeds_b.get(str(r))
+                for r in va)
+            comparison.paired = comparison.paired or paired
+            # Unpaired: key A's replicates apart so `difference` never pairs them.
+            base = va if paired else {-rep: v for rep, v in va.items()}
+            d = difference(vb, base)
+            word, note = verdict(key, d)
+            comparison.rows.append({"cond": cond, "metric": key, "label": label,
+                                    "a": _summary(va), "b": _summary(vb), "difference": d,
+                                    "verdict": word, "note": note})
+    return comparison
+
+
+def table_rows(comparison: Comparison) -> list[dict[str, str]]:
+    from mythloop.analysis.report import fmt
+
+    out = []
+    for row in comparison.rows:
+        d = row["difference"]
+        out.append({"condition": row["cond"], "metric": row["label"], "A": fmt(row["a"]),
+                    "B": fmt(row["b"]), "B - A [95% CI]": fmt(d, sign=True),
+                    "verdict": row["verdict"] + (f" ({row['note']})" if row["note"] else "")})
+    return out
+
+
+def config_lines(comparison: Comparison) -> list[str]:
+    if not comparison.config_differences:
+        return ["same configuration (pool, prompts, judge, noise, model, rounds, replicates, "
+                "seed)"]
+    return [f"{d['field']}: A {d['a']} | B {d['b']}" for d in comparison.config_differences]
+
+
+def render_markdown(comparison: Comparison) -> str:
+    c = comparison.as_dict()
+    lines = ["# Sweep comparison", "",
+             f"- **A**: {c['a']['label']} (last round {c['a']['last_round'] + 1})",
+             f"- **B**: {c['b']['label']} (last round {c['b']['last_round'] + 1})",
+             f"- {c['pairing']}; 95% interval of B - A over replicates, the report's method; "
+             f"nothing claimed below {MIN_REPLICATES} replicates or on a zero-width interval.",
+             "", "## Configuration differences", ""]
+    lines += [f"- {line}" for line in config_lines(comparison)]
+    lines += ["", "## Last round", ""]
+    rows = table_rows(comparison)
+    if rows:
+        lines.append("| " + " | ".join(rows[0]) + " |")
+        lines.append("|" + "---|" * len(rows[0]))
+        lines += ["| " + " | ".join(r.values()) + " |" for r in rows]
+    worse = [f"{r['cond']} {r['label']}" for r in comparison.rows if r["verdict"] == "worse"]
+    better = [f"{r['cond']} {r['label']}" for r in comparison.rows if r["verdict"] == "better"]
+    lines += ["", f"**Worse**: {', '.join(worse) or 'nothing'}. "
+              f"**Better**: {', '.join(better) or 'nothing'}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,230 @@
+"""Sweeps across nights: one history file in the state dir, one row per condition and metric.
+
+    <state>/history.jsonl           a row per (night, condition, headline metric): the last
+                                    round's mean, interval, n and per-replicate values, and
+                                    what makes two nights comparable (`series`)
+
+Crash-safe and one writer at a time: a night's rows are appended under an exclusive file lock
+(`history.jsonl.lock`) as one write, fsynced. Each row says how many rows its night has; a
+night cut short by a kill (fewer rows, or a torn last line) is left out when read, and the
+next append starts on a fresh line. A results dir appended twice with the same finish time
+is kept once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mythloop.fileio import jsonl_text, read_jsonl
+
+__all__ = ["HISTORY_FILE", "Night", "append_night", "draw_history", "history_path", "last_comparable",
+           "night_rows", "prompt_set_hash", "read_nights", "series_of", "trend_rows"]
+
+HISTORY_FILE = "history.jsonl"
+# The configuration that makes two nights comparable (replicates and seed may differ).
+SERIES_FIELDS = ("prompt_set", "pool", "judge", "noise", "model", "embedder", "rounds",
+                 "conditions")
+
+
+def history_path(state_root: Path | None = None) -> Path:
+    if state_root is None:
+        from mythloop.settings import get_settings
+
+        state_root = get_settings().state_root
+    return Path(state_root) / HISTORY_FILE
+
+
+def prompt_set_hash(prompts: dict[str, Any]) -> str:
+    """sha256 (first 16 hex) of the prompt ids with their kind, gold and twin."""
+    canon = json.dumps({pid: [p.get("kind"), p.get("expected_skill"), p.get("poisoned_twin")]
+                        for pid, p in sorted(prompts.items())}, sort_keys=True)
+    return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+def sweep_fields(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The configuration of a sweep as compare and the history name it."""
+    sweep = metrics.get("sweep") or {}
+    options = sweep.get("judge_options") or {}
+    seeds = sweep.get("replicate_seeds") or {}
+    if isinstance(seeds, list):  # older sweep.json: a list, replicate 1 first
+        seeds = {str(i): s for i, s in enumerate(seeds, start=1)}
+    return {
+        "prompt_set": prompt_set_hash(metrics.get("prompts") or {}),
+        "prompts_file": sweep.get("prompts_file"),
+        "pool": sweep.get("pool"),
+        "judge": sweep.get("judge"),
+        "noise": options.get("noise"),
+        "model": sweep.get("model"),
+        "embedder": sweep.get("embedder"),
+        "rounds": sweep.get("rounds"),
+        "replicates": sweep.get("replicates"),
+        "conditions": list(metrics.get("conditions") or []),
+        "seed": sweep.get("seed"),
+        "replicate_seeds": {str(k): v for k, v in seeds.items()},
+    }
+
+
+def series_of(fields: dict[str, Any]) -> str:
+    canon = json.dumps({k: fields.get(k) for k in SERIES_FIELDS}, sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:12]
+
+
+def night_rows(metrics: dict[str, Any], results_dir: Path | str,
+               *, sweep_key: str | None = None) -> list[dict[str, Any]]:
+    """One row per condition and headline metric at the sweep's last round."""
+    from mythloop.analysis.compute import HEADLINE
+
+    sweep = metrics.get("sweep") or {}
+    fields = sweep_fields(metrics)
+    night = sweep.get("finished_utc") or sweep.get("started_utc") or ""
+    last = metrics.get("last_round", 0)
+    base = {"night": night, "night_id": f"{Path(results_dir)}@{night}",
+            "results_dir": str(results_dir), "sweep_key": sweep_key,
+            "series": series_of(fields), **fields, "last_round": last}
+    rows = []
+    for cond in metrics.get("conditions") or []:
+        summaries = (metrics.get("per_round") or {}).get(cond, {}).get(str(last), {})
+        for key, label in HEADLINE:
+            s = summaries.get(key)
+            if not s:
+                continue
+            rows.append({**base, "cond": cond, "metric": key, "label": label,
+                         "mean": s["mean"], "lo": s["lo"], "hi": s["hi"], "n": s["n"],
+                         "replicates": s.get("replicates") or [], "values": s.get("values") or []})
+    for row in rows:
+        row["rows_in_night"] = len(rows)
+    return rows
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock beside PATH: one writer at a time, across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def append_night(rows: list[dict[str, Any]], path: Path | None = None) -> bool:
+    """Append a night's rows as one fsynced write under the lock; False when that night is
+    already there (or has no rows)."""
+    if not rows:
+        return False
+    path = path or history_path()
+    with _locked(path):
+        if any(n.night_id == rows[0]["night_id"] for n in read_nights(path)):
+            return False
+        text = jsonl_text(rows)
+        with open(path, "ab") as fh:
+            if path.stat().st_size > 0:
+                with open(path, "rb") as tail:
+                    tail.seek(-1, os.SEEK_END)
+                    if tail.read(1) != b"\n":  # a torn line from a kill: start a fresh one
+                        text = "\n" + text
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+    return True
+
+
+@dataclass
+class Night:
+    night_id: str
+    night: str
+    results_dir: str
+    series: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return self.rows[0]
+
+
+def read_nights(path: Path | None = None) -> list[Night]:
+    """Every complete night, oldest first (torn lines and nights cut short left out)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in read_jsonl(path or history_path()):
+        if isinstance(row, dict) and "night_id" in row and "rows_in_night" in row:
+            grouped.setdefault(row["night_id"], []).append(row)
+    nights = [Night(nid, rows[0]["night"], rows[0]["results_dir"], rows[0]["series"], rows)
+              for nid, rows in grouped.items() if len(rows) == rows[0]["rows_in_night"]]
+    return sorted(nights, key=lambda n: n.night)
+
+
+def last_comparable(nights: list[Night], series: str, *, exclude_dir: str | None = None,
+                    on_date: str | None = None) -> Night | None:
+    """The latest night of that series (on that UTC date, YYYY-MM-DD, when given), other than
+    the results dir being compared."""
+    found = [n for n in nights if n.series == series and n.results_dir != exclude_dir
+             and (on_date is None or n.night.startswith(on_date))]
+    return found[-1] if found else None
+
+
+def draw_history(nights: list[Night], path: Path) -> Path:
+    """history.png: each headline metric per night (one panel each), one line per condition,
+    with its 95% interval where the night had enough replicates for one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mythloop.analysis.compute import HEADLINE
+    from mythloop.analysis.conclusion import MIN_REPLICATES
+    from mythloop.fileio import replacing
+
+    fig, axes = plt.subplots(3, 3, figsize=(13, 9), sharex=True)
+    conds = sorted({r["cond"] for n in nights for r in n.rows})
+    labels = [n.night[5:16].replace("T", " ") for n in nights]
+    for ax, (key, label) in zip(axes.flat, HEADLINE, strict=True):
+        for i, cond in enumerate(conds):
+            xs, ys, lo, hi = [], [], [], []
+            for x, night in enumerate(nights):
+                row = next((r for r in night.rows if r["cond"] == cond and r["metric"] == key),
+                           None)
+                if row is None:
+                    continue
+                xs.append(x + 0.06 * i)
+                ys.append(row["mean"])
+                ok = int(row.get("n", 0)) >= MIN_REPLICATES
+                lo.append(row["mean"] - row["lo"] if ok else 0.0)
+                hi.append(row["hi"] - row["mean"] if ok else 0.0)
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cond)
+        ax.set_title(label, fontsize=9)
+        ax.set_xticks(range(len(nights)), labels, rotation=45, ha="right", fontsize=7)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("last round per night, mean with 95% interval over replicates "
+                 f"(no bar below {MIN_REPLICATES} replicates)", fontsize=10)
+    fig.tight_layout()
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return path
+
+
+def trend_rows(nights: list[Night]) -> list[dict[str, str]]:
+    """The history as table rows (the Prefect table artifact): a row per night and condition."""
+    from mythloop.analysis.compute import HEADLINE
+    from mythloop.analysis.report import fmt
+
+    out = []
+    for night in nights:
+        by = {(r["cond"], r["metric"]): r for r in night.rows}
+        for cond in sorted({r["cond"] for r in night.rows}):
+            out.append({"night": night.night[:19], "condition": cond,
+                        **{label: fmt(by.get((cond, key)), digits=2) for key, label in HEADLINE},
+                        "results dir": night.results_dir})
+    return out
