@@ -1,6 +1,6 @@
 """Nights that tell you something: compare, history, regression events and the automation.
 
-Three tiny real sweeps (pool_small, 2 rounds x 3 replicates, simulated judge) under the shared
+Three tiny real sweeps (pool_small, 2 rounds x 3 replicates, simulated judge at noise 0) under the shared
 Prefect harness, in the order of three nights: A, then C (identical: same seeds and settings),
 then D (the router's blend weights set to zero: a router change that loses what C3 learns).
 The regression automation `mythloop serve` creates is set up first on the same server.
@@ -57,7 +57,7 @@ def _compare_json(a: Path, b: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory, prefect_harness):
-    from mythloop.sweep import SweepConfig
+    from mythloop.sweep import JudgeOptions, SweepConfig
     from mythloop_app.deployments import build_alert_deployment, ensure_regression_automation
 
     root = tmp_path_factory.mktemp("nights")
@@ -79,6 +79,7 @@ def nights(tmp_path_factory, prefect_harness):
                     inner.setenv(key, value)
                 return sweep(SweepConfig(rounds=2, replicates=3, pool=POOL_SMALL,
                                          prompts_file=prompts, seed=5,
+                                         judge_options=JudgeOptions(noise=0.0),
                                          results_dir=root / name))
 
         runs = {"a": night("a", {}), "c": night("c", {}), "d": night("d", ROUTER_CHANGE)}
