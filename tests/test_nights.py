@@ -173,8 +173,9 @@ def test_history_survives_a_crash_mid_append(tmp_path):
     assert [n.results_dir for n in read_nights(path)] == [str(tmp_path / "n1")]
     assert append_night(third, path)
     assert not append_night(third, path)  # the same night twice is kept once
+    assert append_night(second, path)  # the night cut short, written again: whole this time
     nights = read_nights(path)
-    assert [Path(n.results_dir).name for n in nights] == ["n1", "n3"]
+    assert [Path(n.results_dir).name for n in nights] == ["n1", "n2", "n3"]
     assert all(len(n.rows) == n.rows[0]["rows_in_night"] for n in nights)
 
 
@@ -254,6 +255,7 @@ def test_compare_against_the_history(tmp_path, monkeypatch):
         result = _cli("compare", str(b), "--baseline", when, "--json")
         assert result.exit_code == 0, result.output
         out = json.loads(result.stdout)
+        assert out["config_differences"] == []  # the night's configuration, read back whole
         assert out["a"]["results_dir"] == str(tmp_path / "earlier")
         assert all(r["difference"]["mean"] == 0 for r in out["rows"])
     assert (b / "compare.md").is_file()

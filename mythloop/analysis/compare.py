@@ -94,7 +94,7 @@ def side_from_night(night: Night) -> Side:
     values: dict[str, dict[str, dict[int, float]]] = {}
     for row in night.rows:
         values.setdefault(row["cond"], {})[row["metric"]] = {
-            int(rep): float(v) for rep, v in zip(row["replicates"], row["values"], strict=True)}
+            int(rep): float(v) for rep, v in zip(row["replicate_ids"], row["values"], strict=True)}
     fields = {k: night.fields.get(k) for k in ("prompt_set", *CONFIG_FIELDS, "replicate_seeds")}
     return Side(label=f"night of {night.night} ({night.results_dir})", fields=fields,
                 last_round=int(night.fields.get("last_round", 0)), values=values,

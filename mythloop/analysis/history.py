@@ -7,8 +7,8 @@
 Crash-safe and one writer at a time: a night's rows are appended under an exclusive file lock
 (`history.jsonl.lock`) as one write, fsynced. Each row says how many rows its night has; a
 night cut short by a kill (fewer rows, or a torn last line) is left out when read, and the
-next append starts on a fresh line. A results dir appended twice with the same finish time
-is kept once.
+next append starts on a fresh line. A results dir is one night: appending it again adds
+nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +87,8 @@ def night_rows(metrics: dict[str, Any], results_dir: Path | str,
     fields = sweep_fields(metrics)
     night = sweep.get("finished_utc") or sweep.get("started_utc") or ""
     last = metrics.get("last_round", 0)
-    base = {"night": night, "night_id": f"{Path(results_dir)}@{night}",
+    # One night per results dir: rerunning a finished sweep's analysis adds nothing.
+    base = {"night": night, "night_id": str(Path(results_dir)),
             "results_dir": str(results_dir), "sweep_key": sweep_key,
             "series": series_of(fields), **fields, "last_round": last}
     rows = []
@@ -98,7 +100,8 @@ def night_rows(metrics: dict[str, Any], results_dir: Path | str,
                 continue
             rows.append({**base, "cond": cond, "metric": key, "label": label,
                          "mean": s["mean"], "lo": s["lo"], "hi": s["hi"], "n": s["n"],
-                         "replicates": s.get("replicates") or [], "values": s.get("values") or []})
+                         "replicate_ids": s.get("replicates") or [],
+                         "values": s.get("values") or []})
     for row in rows:
         row["rows_in_night"] = len(rows)
     return rows
@@ -125,7 +128,8 @@ def append_night(rows: list[dict[str, Any]], path: Path | None = None) -> bool:
     with _locked(path):
         if any(n.night_id == rows[0]["night_id"] for n in read_nights(path)):
             return False
-        text = jsonl_text(rows)
+        token = secrets.token_hex(6)  # this write: a torn earlier try of the night stays apart
+        text = jsonl_text([{**row, "write": token} for row in rows])
         with open(path, "ab") as fh:
             if path.stat().st_size > 0:
                 with open(path, "rb") as tail:
@@ -155,11 +159,15 @@ def read_nights(path: Path | None = None) -> list[Night]:
     """Every complete night, oldest first (torn lines and nights cut short left out)."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in read_jsonl(path or history_path()):
-        if isinstance(row, dict) and "night_id" in row and "rows_in_night" in row:
-            grouped.setdefault(row["night_id"], []).append(row)
-    nights = [Night(nid, rows[0]["night"], rows[0]["results_dir"], rows[0]["series"], rows)
-              for nid, rows in grouped.items() if len(rows) == rows[0]["rows_in_night"]]
-    return sorted(nights, key=lambda n: n.night)
+        if isinstance(row, dict) and {"night_id", "rows_in_night", "write"} <= set(row):
+            grouped.setdefault(row["write"], []).append(row)
+    nights: dict[str, Night] = {}
+    for rows in grouped.values():
+        first = rows[0]
+        if len(rows) == first["rows_in_night"] and first["night_id"] not in nights:
+            nights[first["night_id"]] = Night(first["night_id"], first["night"],
+                                              first["results_dir"], first["series"], rows)
+    return sorted(nights.values(), key=lambda n: n.night)
 
 
 def last_comparable(nights: list[Night], series: str, *, exclude_dir: str | None = None,
