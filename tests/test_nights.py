@@ -212,7 +212,7 @@ def test_compare_names_config_differences_first_and_refuses_other_prompts(tmp_pa
     shown = _cli("compare", str(a), str(b))
     assert shown.exit_code == 0, shown.output
     out = shown.stdout
-    assert out.index("noise: A 0.2 | B 0.4") < out.index("hit@1")
+    assert out.index("noise: A 0.2 | B 0.4") < out.index("B - A [95% CI]")
     assert "pool: A fixtures/pool | B elsewhere/pool" in out
     md = (b / "compare.md").read_text()
     assert md.index("noise: A 0.2 | B 0.4") < md.index("| c0 |")

@@ -66,7 +66,6 @@ def compare_command(
         render_markdown,
         side_from_dir,
         side_from_night,
-        table_rows,
     )
     from mythloop.fileio import write_text_atomic
 
@@ -106,25 +105,52 @@ def compare_command(
                   "configuration:", highlight=False)
     for line in config_lines(comparison):
         console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
-    rows = table_rows(comparison)
-    table = Table(title=f"last round: B - A, mean [95% CI over replicates] "
-                        f"({comparison.as_dict()['pairing']})")
-    for column in rows[0] if rows else []:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*row.values())
+    from rich import box
+
+    from mythloop.analysis.report import fmt
+
+    table = Table(title=f"last round: B - A, mean [95% CI over replicates], "
+                        f"{comparison.as_dict()['pairing']}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("cond", "metric", "A", "B", "B - A [95% CI]", "verdict"):
+        table.add_column(column, no_wrap=column != "verdict",
+                         justify="right" if column in ("A", "B") else "left")
+    def mean(s):
+        return "—" if s is None else f"{s['mean']:.2f}"
+
+    for row in comparison.rows:
+        table.add_row(row["cond"], _SHORT.get(row["metric"], row["metric"]), mean(row["a"]),
+                      mean(row["b"]), fmt(row["difference"], digits=3, sign=True)
+                      .replace(" n too small", ""), row["verdict"])
     console.print(table)
+    console.print(_LEGEND + "; notes and intervals of A and B: compare.md or --json",
+                  highlight=False, soft_wrap=True)
     worse = [f"{r['cond']} {r['label']}" for r in comparison.regressions]
     console.print(f"worse: {', '.join(worse) or 'nothing'}", highlight=False, soft_wrap=True)
     console.print(f"compare.md: {md_path}", highlight=False, soft_wrap=True)
 
 
+_SHORT = {"in_distribution.hit@1": "h@1", "in_distribution.hit@3": "h@3",
+          "in_distribution.hit@5": "h@5", "in_distribution.mrr": "mrr",
+          "trap.trap_win_rate": "trap", "trap.gap_all": "gap",
+          "catalog.in_distribution.poisoned_rate": "pois", "heldout.hit@3": "ho@3",
+          "null.abstention_rate": "null"}
+_LEGEND = ("h@k: hit@k in-distribution; mrr; trap: trap-win rate; gap: score gap gold - "
+           "poisoned; pois: poisoned skill in top-5 catalog; ho@3: held-out hit@3; null: "
+           "null-prompt abstention")
+
+
 def history_command(
     last: int = typer.Option(7, "-n", "--last", min=1, help="How many nights to show."),
+    metric: str | None = typer.Option(
+        None, "--metric", help="One headline metric with its 95% interval per night (e.g. "
+        "trap.gap_all); default: every headline metric's mean."),
     as_json: bool = typer.Option(False, "--json", help="Print the nights' rows as JSON."),
 ) -> None:
-    """The last N finished sweeps (nights) from the state dir's history: per condition, each
-    headline metric at the last round, mean [95% CI over replicates]."""
+    """The last N finished sweeps (nights) from the state dir's history: per condition, the
+    headline metrics at the last round (the trend plot is history.png in each results dir)."""
+    if metric is not None and metric not in _SHORT:
+        _fail(f"--metric {metric!r}: one of {', '.join(_SHORT)}")
     from mythloop.analysis.history import history_path, read_nights
 
     path = history_path()
@@ -139,25 +165,33 @@ def history_command(
     from rich.console import Console
     from rich.table import Table
 
-    from mythloop.analysis.compute import HEADLINE
     from mythloop.analysis.report import fmt
 
-    table = Table(title=f"last {len(nights)} night(s), last round, mean [95% CI] ({path})")
-    table.add_column("night (UTC)")
-    table.add_column("series")
-    table.add_column("cond")
-    for _, label in HEADLINE:
-        table.add_column(label, overflow="fold")
+    keys = [metric] if metric else list(_SHORT)
+    what = f"{metric}, mean [95% CI]" if metric else "mean"
+    from rich import box
+
+    table = Table(title=f"last {len(nights)} night(s): last round, {what} over replicates",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("UTC", "cond"):
+        table.add_column(column, no_wrap=True)
+    for key in keys:
+        table.add_column(key if metric else _SHORT[key], no_wrap=True, justify="right")
     for night in nights:
         by = {(r["cond"], r["metric"]): r for r in night.rows}
         for cond in sorted({r["cond"] for r in night.rows}):
-            table.add_row(night.night[:16].replace("T", " "), night.series[:6], cond,
-                          *[fmt(by.get((cond, key)), digits=2) for key, _ in HEADLINE])
+            cells = [by.get((cond, key)) for key in keys]
+            table.add_row(night.night[5:16].replace("T", " "), cond,
+                          *[fmt(c, digits=2) if metric else
+                            ("—" if c is None else f"{c['mean']:.2f}") for c in cells])
     console = Console()
     console.print(table)
+    if not metric:
+        console.print(_LEGEND, highlight=False, soft_wrap=True)
     for night in nights:
-        console.print(f"{night.night[:16]}: {night.results_dir}", highlight=False,
-                      soft_wrap=True)
+        console.print(f"{night.night[:16]}: {night.results_dir} (series {night.series[:6]})",
+                      highlight=False, soft_wrap=True)
+    console.print(f"history: {path}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
