@@ -234,6 +234,7 @@ def test_compare_names_config_differences_first_and_refuses_other_prompts(tmp_pa
     (["compare", str(RESULTS_SMALL)], "--baseline"),
     (["compare", str(RESULTS_SMALL), "--baseline", "yesterday"], "'last' or a UTC date"),
     (["compare", str(RESULTS_SMALL), "--baseline", "last"], "no comparable night"),
+    (["history", "--metric", "hit3"], "--metric 'hit3': one of"),
 ])
 def test_bad_compare_input_is_one_line(args, says, tmp_path, monkeypatch):
     monkeypatch.setenv("MYTHLOOP_STATE_DIR", str(tmp_path))
