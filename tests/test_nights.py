@@ -262,3 +262,55 @@ def test_compare_against_the_history(tmp_path, monkeypatch):
     assert (b / "compare.md").is_file()
     side = side_from_dir(b)
     assert compare(side, side).regressions == []
+
+
+def test_with_a_notification_block_the_automation_sends_through_it(nights):
+    """MYTHLOOP_REGRESSION_NOTIFY_BLOCK: the same automation, updated in place, also posts the
+    message through a Prefect notification block (a custom webhook to a local listener)."""
+    import http.server
+    import threading
+
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+    from prefect.events import emit_event
+    from prefect.events.worker import EventsWorker
+
+    from mythloop_app.deployments import ensure_regression_automation
+
+    received: list[bytes] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            received.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    listener = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        CustomWebhookNotificationBlock(
+            name="regression", url=f"http://127.0.0.1:{listener.server_port}/hook",
+            json_data={"text": "{{subject}}: {{body}}"}).save("mythloop-test", overwrite=True)
+        updated = ensure_regression_automation(nights["alert_id"],
+                                               "custom-webhook/mythloop-test")
+        assert updated.id == nights["automation"].id  # the same automation, updated
+        assert [a.type for a in updated.actions] == ["send-notification", "run-deployment"]
+        time.sleep(2)
+        emit_event(event="mythloop.sweep.regression",
+                   resource={"prefect.resource.id": "mythloop.sweep.test"},
+                   payload={"cond": "c3", "metric": "trap.gap_all", "label": "score gap",
+                            "before": {"mean": 1.8}, "after": {"mean": 1.5},
+                            "interval": {"mean": -0.3, "lo": -0.4, "hi": -0.2, "n": 3},
+                            "results_dir": "/r/new", "baseline_dir": "/r/old",
+                            "baseline_night": "2026-01-01T02:05:00Z", "sweep_key": "t"})
+        EventsWorker.drain_all()
+        deadline = time.monotonic() + 90
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        listener.shutdown()
+    assert received, "the notification block was never called"
+    text = json.loads(received[0])["text"]
+    assert "c3 score gap got worse" in text and "1.8 -> 1.5" in text and "/r/new" in text
