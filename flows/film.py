@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from prefect import flow
 from prefect.artifacts import (
+    create_image_artifact,
     create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
@@ -496,6 +497,50 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "unknown failure"
 
 
+def _link(path: str | None) -> str:
+    """A markdown link to a run file: its preview address while `serve` runs, else its path."""
+    if not path:
+        return ""
+    url = preview_url_for(Path(path))
+    return f"[{Path(path).name}]({url})" if url else f"`{path}`"
+
+
+def _watch_lines(data, video_url: str | None, poster_url: str | None) -> list[str]:
+    """The poster (an inline image: Prefect's markdown shows data: images whatever serves
+    the run files), links to the film and its subtitles, the layout findings per scene with
+    their time, and any scene kept after a failed repair."""
+    from mythloop.mythos.avmux import thumbnail_data_url
+
+    lines: list[str] = []
+    if data.video_path and data.poster and Path(data.poster).is_file():
+        try:
+            thumb = thumbnail_data_url(Path(data.poster))
+        except Exception:  # noqa: BLE001 - a thumbnail is a courtesy
+            thumb = None
+        if thumb:
+            lines += [f"[![poster]({thumb})]({video_url})" if video_url else
+                      f"![poster]({thumb})", ""]
+    if data.video_path:
+        subtitles = data.subtitles
+        lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
+                  f"| {_link(data.video_path)} | {_link(subtitles and subtitles.srt)} | "
+                  f"{_link(subtitles and subtitles.vtt)} | {_link(data.poster)} |", ""]
+    findings = [(s.label, f) for s in data.scenes for f in (s.layout or [])]
+    if findings:
+        lines += [f"**Layout check:** {len(findings)} finding(s)", "",
+                  "| scene | kind | at (scene time) | what | detail |", "|---|---|---|---|---|"]
+        lines += [f"| {label} | {f.get('kind')} | {float(f.get('t') or 0):.1f} s "
+                  f"({f.get('at')}) | {str(f.get('what')).replace('|', '/')} | "
+                  f"{str(f.get('detail')).replace('|', '/')} |" for label, f in findings[:40]]
+        lines.append("")
+    for scene in data.scenes:
+        if scene.failed_repair:
+            lines.append(f"**Kept after a failed repair:** {scene.label} "
+                         f"(repair-{scene.failed_repair.get('attempt')}: "
+                         f"{scene.failed_repair.get('error')})")
+    return lines
+
+
 def _publish_summary(session: FilmSession) -> None:
     """A markdown summary per film and a link to the video, for the Prefect UI."""
     with session.manifest.lock:
@@ -536,15 +581,11 @@ def _publish_summary(session: FilmSession) -> None:
         lines.insert(-2, f"**Subtitles:** {data.subtitles.cues} cues "
                          f"({'burnt in' if data.subtitles.burnt else 'soft track'}); "
                          f"**voice:** {(data.voice and data.voice.engine) or 'none'}")
-    layout = [f"{s.label}: {f.get('kind')} {f.get('what')}"
-              for s in data.scenes for f in (s.layout or [])]
-    if layout:
-        lines.insert(-2, "**Layout check:** " + "; ".join(layout[:12]))
-    if video_url:
-        lines[1:1] = [f"[![poster]({poster_url})]({video_url})" if poster_url else
-                      f"[Watch the film]({video_url})", ""]
+    lines[-2:-2] = _watch_lines(data, video_url, poster_url)
     try:
         create_markdown_artifact(markdown="\n".join(lines), description="Film summary")
+        if poster_url:
+            create_image_artifact(image_url=poster_url, description="The film's poster frame")
         if data.video_path:
             create_link_artifact(link=video_url or Path(data.video_path).as_uri(),
                                  link_text=Path(data.video_path).name,

@@ -51,3 +51,29 @@ def test_a_failed_layout_repair_keeps_the_rendered_scene(tmp_path, monkeypatch, 
     assert "scene-03 (TinyFilm03Formula)" in warning
     out = capsys.readouterr().out
     assert sum("warning" in line and "scene-03" in line for line in out.splitlines()) == 1
+
+
+def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
+    import subprocess
+
+    from flows.film import _watch_lines
+    from mythloop.mythos.records import FilmManifest
+
+    poster = tmp_path / "poster.png"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=size=640x360:duration=1", "-frames:v", "1", str(poster)],
+                   check=True)
+    data = FilmManifest.model_validate({
+        "video_path": str(tmp_path / "film.mp4"), "poster": str(poster),
+        "subtitles": {"srt": str(tmp_path / "film.srt"), "vtt": str(tmp_path / "film.vtt"),
+                      "cues": 3},
+        "scenes": [{"label": "scene-02", "layout": [
+            {"kind": "clipped", "at": "wait 4", "t": 13.4, "what": "part 'a|b'",
+             "detail": "cut"}],
+            "failed_repair": {"attempt": 1, "error": "no recording"}}]})
+    text = "\n".join(_watch_lines(data, None, None))
+    assert text.startswith("![poster](data:image/jpeg;base64,")  # shown without a server
+    assert len(text.split(")", 1)[0]) < 60_000  # a thumbnail, not the full frame
+    assert f"`{tmp_path / 'film.srt'}`" in text and f"`{tmp_path / 'film.vtt'}`" in text
+    assert "| scene-02 | clipped | 13.4 s (wait 4) | part 'a/b' | cut |" in text
+    assert "Kept after a failed repair:** scene-02 (repair-1: no recording)" in text

@@ -16,7 +16,7 @@ from mythloop import procs
 from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
-           "poster_frame", "frame_stats", "luma_profile", "last_picture_time"]
+           "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time"]
 
 _AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
 
@@ -187,3 +187,16 @@ def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
     when = duration_of(video, "video") / 2 if at is None else at
     return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", "-i", str(video),
                      "-frames:v", "1", "-f", "image2"], out)
+
+
+def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
+    """A small JPEG of `image` as a `data:` URL (a few tens of KB), for markdown that must
+    show a picture without a server to fetch it from."""
+    import base64
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mythloop-thumb-") as tmp:
+        out = Path(tmp) / "thumb.jpg"
+        _run([_ffmpeg(), "-y", "-v", "error", "-i", str(image), "-vf", f"scale={width}:-2",
+              "-frames:v", "1", "-q:v", "5", str(out)], timeout=60)
+        return "data:image/jpeg;base64," + base64.b64encode(out.read_bytes()).decode("ascii")

@@ -188,9 +188,12 @@ class SceneCache:
         """The layout check of the probe record kept with a cached video, judged by today's
         rules (None: no record was kept)."""
         from mythloop.mythos.layout import check_layout
+        from mythloop.mythos.layout_probe import PROBE_VERSION
 
         try:
             record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
+            if record.get("probe_version", 1) < PROBE_VERSION:
+                return None  # an older probe saw less (no samples during animations)
             return [f.as_dict() for f in check_layout(record)]
         except (OSError, ValueError, TypeError, KeyError, IndexError):
             return None
