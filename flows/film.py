@@ -16,9 +16,11 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from prefect import flow
 from prefect.artifacts import (
+    create_image_artifact,
     create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
@@ -29,7 +31,7 @@ from prefect.utilities.annotations import quote
 
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.avmux import duration_of
-from mythloop.mythos.filmmedia import narration_for_scenes
+from mythloop.mythos.filmmedia import scene_narrations
 from mythloop.mythos.layout import Finding, format_findings
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.records import (
@@ -48,6 +50,7 @@ from mythloop.mythos.scenes import (
     join_film,
     scene_cache_key,
     scene_file_text,
+    scene_narration,
 )
 from mythloop.mythos.stages import STAGES
 from mythloop.preview import preview_url_for
@@ -134,7 +137,8 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     if cached:
         write_text_atomic(session.run_dir / "07_codegen.raw.txt", generated.raw)
     header = generated.header
-    units = [SceneUnit(s.index, s.name, s.code) for s in generated.scenes]
+    units = [SceneUnit(s.index, s.name, s.code, s.narration or scene_narration(s.code))
+             for s in generated.scenes]
     session.write_scene(generated.code, "codegen")
     scenes_dir = session.run_dir / "scenes"
     scenes_dir.mkdir(exist_ok=True)
@@ -150,8 +154,9 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     # static checks alone)
     progress.total = progress.done + (len(units) + 2 if request.render else 1)
 
-    narration = narration_for_scenes(dossier.get("03_curriculum.json") or {}, len(units))
-    film_scenes = _FilmScenes(session, request, progress, header, units, narration)
+    narration, sources = scene_narrations([u.narration for u in units],
+                                          dossier.get("03_curriculum.json") or {})
+    film_scenes = _FilmScenes(session, request, progress, header, units, narration, sources)
     video = film_scenes.run()
     manifest.update(scene_file=str(session.run_dir / SCENE_FILE),
                     scene_name=units[0].name, video_path=video, model=session.model_label,
@@ -181,9 +186,11 @@ class _FilmScenes:
     """
 
     def __init__(self, session: FilmSession, request: FilmRequest, progress: _Progress,
-                 header: str, units: list[SceneUnit], narration: list[list[str]]) -> None:
+                 header: str, units: list[SceneUnit], narration: list[list[str]],
+                 sources: list[str | None] | None = None) -> None:
         self.session, self.request, self.progress = session, request, progress
         self.header, self.units, self.narration = header, units, narration
+        self.sources = sources or [None] * len(units)
         self.lock = session.manifest.lock  # one lock for the manifest and the scene records
         self.dir = session.run_dir / "scenes"
         self.records: dict[int, SceneRecord] = {}
@@ -223,10 +230,11 @@ class _FilmScenes:
 
     # -- the film ----------------------------------------------------------------------
     def run(self) -> str | None:
-        for unit in self.units:
+        for unit, lines, source in zip(self.units, self.narration, self.sources, strict=True):
             self._record(unit, index=unit.index, name=unit.name, label=unit.label,
                          file=str(self.dir / f"{unit.label}.py"), ok=None, attempts=0,
-                         cache=None, render_seconds=0.0, renders=[], repairs=[])
+                         cache=None, render_seconds=0.0, renders=[], repairs=[],
+                         narration=" ".join(lines) or None, narration_source=source)
         if not self.request.render:
             return self._verify_only()
         failures: list[SceneFailed] = []
@@ -306,12 +314,30 @@ class _FilmScenes:
                              + "; ".join(problems))
         return None
 
+    def _keep(self, unit: SceneUnit, good: _Good, attempt: int, why: str) -> None:
+        """A repair that could not help: the scene keeps its last good video and code; the
+        manifest records the finding and the failed repair; one warning line names the scene."""
+        self._write_scene(unit, good.code, good.version)
+        failed = {"attempt": attempt, "finding": _last_line(good.finding)[:500],
+                  "error": " ".join(why.split())[:500], "kept": good.version}
+        self._record(unit, ok=True, video=good.video, duration=good.duration,
+                     layout=good.findings, failed_repair=failed)
+        line = (f"{unit.label} ({unit.name}) keeps its rendered video ({good.version}): "
+                f"repair-{attempt} could not help ({_last_line(why)[:200]})")
+        with self.lock:
+            self.session.manifest.append("warnings", line)
+        say(f"[film] warning: {line}")
+
     def _scene(self, unit: SceneUnit) -> None:
         request, code, attempt = self.request, unit.code, 0
         layout_repaired = False
         version = "codegen"
+        good: _Good | None = None  # the last rendered video, kept if a later repair fails
         while True:
             if self.stopping.is_set():
+                if good is not None:
+                    self._keep(unit, good, attempt, "the film was interrupted")
+                    return
                 raise SceneFailed(unit, f"{unit.label} ({unit.name}): stopped (the film was "
                                         "interrupted)", kind="interrupted")
             suffix = "" if attempt == 0 else f" (after repair-{attempt})"
@@ -322,6 +348,9 @@ class _FilmScenes:
                                                         detail=checked.reason,
                                                         line=checked.line))
             failure = f"static check: {checked.reason} (line {checked.line})"
+            if not checked.ok and good is not None:  # the repaired code fails verify
+                self._keep(unit, good, attempt, failure)
+                return
             if checked.ok:
                 key = scene_cache_key(self.header, code, request.quality, unit.name)
                 # no Prefect timeout here: a task in a worker thread cannot be interrupted;
@@ -355,18 +384,29 @@ class _FilmScenes:
                     if findings:
                         say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
                             f"{findings[0]['kind']} {findings[0]['what']}")
-                if (rendered.ok and findings and request.layout_repair and not layout_repaired
-                        and attempt < request.max_repairs and request.backend != "offline"):
-                    # one scoped repair with the layout findings as the error
-                    layout_repaired = True
-                    rendered = rendered.model_copy(update={
-                        "ok": False, "kind": "layout",
-                        "log_tail": format_findings([Finding(**f) for f in findings])})
+                if rendered.ok and good is not None and good.findings is not None and \
+                        len(findings or []) > len(good.findings):
+                    self._keep(unit, good, attempt, f"the repaired scene has "
+                               f"{len(findings or [])} layout finding(s), more than before")
+                    return
                 if rendered.ok:
                     video = self.dir / f"{unit.label}.mp4"
                     shutil.copyfile(rendered.video_path, video)
-                    self._record(unit, ok=True, video=str(video),
-                                 duration=round(duration_of(video), 3))
+                    duration = round(duration_of(video), 3)
+                    self._record(unit, ok=True, video=str(video), duration=duration)
+                    good = _Good(code, version, str(video), duration, findings,
+                                 format_findings([Finding(**f) for f in findings or []]))
+                if (rendered.ok and findings and request.layout_repair and not layout_repaired
+                        and attempt < request.max_repairs and request.backend != "offline"):
+                    # one scoped repair with the layout findings as the error; the video
+                    # just rendered stays the scene's video unless the repair does better
+                    layout_repaired = True
+                    rendered = rendered.model_copy(update={
+                        "ok": False, "kind": "layout", "log_tail": good.finding})
+                if rendered.ok:
+                    return
+                if good is not None and rendered.kind != "layout":  # the repair fails to render
+                    self._keep(unit, good, attempt, rendered.message or rendered.log_tail)
                     return
                 if rendered.kind in NO_REPAIR_KINDS:
                     with self.lock:
@@ -394,6 +434,9 @@ class _FilmScenes:
                     quote(self.session), unit.index, unit.name, attempt, self.header, code,
                     failure)
             except Exception as exc:  # no usable repair: this scene fails, the others go on
+                if good is not None:  # ... unless it has a rendered video to keep
+                    self._keep(unit, good, attempt, f"{type(exc).__name__}: {exc}")
+                    return
                 self._record(unit, ok=False, error=f"repair-{attempt}: {exc}"[:500])
                 raise SceneFailed(unit, f"{unit.label} ({unit.name}): repair-{attempt} gave no "
                                         f"usable scene ({_last_line(str(exc))}); scene file "
@@ -432,6 +475,17 @@ class _FilmScenes:
               f"{self.session.run_dir}")
 
 
+class _Good(NamedTuple):
+    """A scene's last rendered video and the code it came from."""
+
+    code: str
+    version: str
+    video: str
+    duration: float
+    findings: list[dict] | None
+    finding: str  # the layout findings as the repair's error text ("" when clean)
+
+
 def _render_timeout() -> float:
     from mythloop.settings import get_settings
 
@@ -441,6 +495,50 @@ def _render_timeout() -> float:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     return lines[-1] if lines else "unknown failure"
+
+
+def _link(path: str | None) -> str:
+    """A markdown link to a run file: its preview address while `serve` runs, else its path."""
+    if not path:
+        return ""
+    url = preview_url_for(Path(path))
+    return f"[{Path(path).name}]({url})" if url else f"`{path}`"
+
+
+def _watch_lines(data, video_url: str | None, poster_url: str | None) -> list[str]:
+    """The poster (an inline image: Prefect's markdown shows data: images whatever serves
+    the run files), links to the film and its subtitles, the layout findings per scene with
+    their time, and any scene kept after a failed repair."""
+    from mythloop.mythos.avmux import thumbnail_data_url
+
+    lines: list[str] = []
+    if data.video_path and data.poster and Path(data.poster).is_file():
+        try:
+            thumb = thumbnail_data_url(Path(data.poster))
+        except Exception:  # noqa: BLE001 - a thumbnail is a courtesy
+            thumb = None
+        if thumb:
+            lines += [f"[![poster]({thumb})]({video_url})" if video_url else
+                      f"![poster]({thumb})", ""]
+    if data.video_path:
+        subtitles = data.subtitles
+        lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
+                  f"| {_link(data.video_path)} | {_link(subtitles and subtitles.srt)} | "
+                  f"{_link(subtitles and subtitles.vtt)} | {_link(data.poster)} |", ""]
+    findings = [(s.label, f) for s in data.scenes for f in (s.layout or [])]
+    if findings:
+        lines += [f"**Layout check:** {len(findings)} finding(s)", "",
+                  "| scene | kind | at (scene time) | what | detail |", "|---|---|---|---|---|"]
+        lines += [f"| {label} | {f.get('kind')} | {float(f.get('t') or 0):.1f} s "
+                  f"({f.get('at')}) | {str(f.get('what')).replace('|', '/')} | "
+                  f"{str(f.get('detail')).replace('|', '/')} |" for label, f in findings[:40]]
+        lines.append("")
+    for scene in data.scenes:
+        if scene.failed_repair:
+            lines.append(f"**Kept after a failed repair:** {scene.label} "
+                         f"(repair-{scene.failed_repair.get('attempt')}: "
+                         f"{scene.failed_repair.get('error')})")
+    return lines
 
 
 def _publish_summary(session: FilmSession) -> None:
@@ -483,15 +581,11 @@ def _publish_summary(session: FilmSession) -> None:
         lines.insert(-2, f"**Subtitles:** {data.subtitles.cues} cues "
                          f"({'burnt in' if data.subtitles.burnt else 'soft track'}); "
                          f"**voice:** {(data.voice and data.voice.engine) or 'none'}")
-    layout = [f"{s.label}: {f.get('kind')} {f.get('what')}"
-              for s in data.scenes for f in (s.layout or [])]
-    if layout:
-        lines.insert(-2, "**Layout check:** " + "; ".join(layout[:12]))
-    if video_url:
-        lines[1:1] = [f"[![poster]({poster_url})]({video_url})" if poster_url else
-                      f"[Watch the film]({video_url})", ""]
+    lines[-2:-2] = _watch_lines(data, video_url, poster_url)
     try:
         create_markdown_artifact(markdown="\n".join(lines), description="Film summary")
+        if poster_url:
+            create_image_artifact(image_url=poster_url, description="The film's poster frame")
         if data.video_path:
             create_link_artifact(link=video_url or Path(data.video_path).as_uri(),
                                  link_text=Path(data.video_path).name,

@@ -3,7 +3,8 @@
 A film made from the Prefect UI is a file on the server's disk; a browser on another tab
 (or machine, through an SSH tunnel) needs an http address. `mythloop serve` runs a
 `PreviewServer` on loopback next to the UI: GET/HEAD only, paths confined to the runs and
-results folders, byte ranges for video seeking, no directory listings. While it runs,
+results folders, byte ranges for video seeking, no directory listings apart from the two
+index pages `/runs/` and `/results/` (each run newest first: prompt, state, duration, links). While it runs,
 `<state>/preview.json` tells films where it is, so their link artifacts point at it.
 """
 
@@ -22,7 +23,7 @@ from mythloop import procs
 from mythloop.fileio import write_json_atomic
 
 __all__ = ["PreviewServer", "preview_file", "preview_base_url", "preview_url_for",
-           "default_roots"]
+           "default_roots", "index_page"]
 
 _CHUNK = 256 * 1024
 _TYPES = {".mp4": "video/mp4", ".webm": "video/webm", ".png": "image/png",
@@ -114,6 +115,8 @@ class _Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
 
     def _serve(self, *, body: bool) -> None:
+        if self._index(body=body):
+            return
         target = self._resolve()
         if target is None:
             self.send_error(HTTPStatus.NOT_FOUND, "not found")
@@ -164,6 +167,100 @@ class _Handler(BaseHTTPRequestHandler):
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the player stopped reading (a seek): fine
                 left -= len(chunk)
+
+
+    def _index(self, *, body: bool) -> bool:
+        """`/runs/` and `/results/`: an index page of the folder's runs, newest first (the
+        only listings served); False for any other path."""
+        raw = urllib.parse.urlsplit(self.path).path.strip("/")
+        if raw not in self.roots:
+            return False
+        page = index_page(raw, self.roots[raw]).encode("utf-8")
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        if body:
+            self.wfile.write(page)
+        return True
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))
+                ).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _run_rows(prefix: str, root: Path) -> list[dict]:
+    """One row per run under ROOT: film run dirs (manifest.json) or sweep results
+    (sweep.json), with what the index shows."""
+    rows = []
+    if prefix == "runs":
+        for manifest_path in root.glob("*/*/manifest.json"):
+            data, run = _read_json(manifest_path), manifest_path.parent
+            state = ("failed" if data.get("failed") else
+                     "completed" if data.get("completed_utc") else "running")
+            film = data.get("film") or {}
+            rows.append({"dir": run, "what": data.get("prompt") or run.name, "state": state,
+                         "seconds": _seconds_between(data.get("created_utc"),
+                                                     data.get("completed_utc")),
+                         "extra": f"film {film['duration']:.1f} s" if film.get("duration")
+                         else "",
+                         "links": ["film.mp4", "film.srt", "film.vtt", "poster.png",
+                                   "manifest.json"]})
+    else:
+        for meta_path in root.glob("*/sweep.json"):
+            data, run = _read_json(meta_path), meta_path.parent
+            state = ("completed" if (run / "report.md").is_file() else
+                     "failed" if data.get("failed") else "running")
+            what = (f"sweep: {data.get('judge', '?')} judge, conditions "
+                    f"{', '.join(map(str, data.get('conditions') or [])) or '?'}, "
+                    f"{data.get('rounds', '?')} rounds x {data.get('replicates', '?')} "
+                    "replicates")
+            rows.append({"dir": run, "what": what, "state": state,
+                         "seconds": _seconds_between(data.get("started_utc"),
+                                                     data.get("finished_utc")),
+                         "extra": "", "links": ["report.md", "metrics.json", "sweep.json"]})
+    rows.sort(key=lambda r: r["dir"].name, reverse=True)  # names start with a UTC stamp
+    return rows
+
+
+def index_page(prefix: str, root: Path) -> str:
+    """A plain HTML index of the runs under ROOT (served at /<prefix>/), newest first: each
+    run's prompt, state, duration and links to the files it has."""
+    from html import escape
+
+    rows = []
+    for row in _run_rows(prefix, Path(root)):
+        rel = row["dir"].relative_to(root).as_posix()
+        links = " ".join(
+            f'<a href="/{prefix}/{urllib.parse.quote(rel)}/{name}">{escape(name)}</a>'
+            for name in row["links"] if (row["dir"] / name).is_file())
+        seconds = "" if row["seconds"] is None else f"{row['seconds']:.0f} s"
+        rows.append(f"<tr><td>{escape(row['dir'].name)}</td><td>{escape(str(row['what']))}"
+                    f"</td><td>{escape(row['state'])}</td><td>{seconds}</td>"
+                    f"<td>{escape(row['extra'])}</td><td>{links}</td></tr>")
+    title = {"runs": "Film runs", "results": "Sweep results"}.get(prefix, prefix)
+    body = "\n".join(rows) or '<tr><td colspan="6">nothing here yet</td></tr>'
+    return ("<!doctype html><html><head><meta charset=\"utf-8\">"
+            f"<title>mythloop: {title}</title></head><body><h1>{title}</h1>"
+            f"<p>Newest first, from <code>{escape(str(root))}</code>.</p>"
+            "<table border=\"1\" cellpadding=\"4\"><tr><th>run</th><th>prompt</th>"
+            "<th>state</th><th>duration</th><th></th><th>files</th></tr>\n"
+            f"{body}\n</table></body></html>\n")
 
 
 class PreviewServer:

@@ -61,10 +61,11 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
 
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
-    if hit is not None:
+    layout = cache.get_layout(cache_key) if hit is not None else None
+    if hit is not None and layout is not None:  # a video probed by an older probe renders again
         return SceneRender(ok=True, kind="ok", video_path=str(hit), cache="hit",
                            seconds=0.0, message="cached", returncode=0, log_tail="",
-                           isolation=[], layout_findings=cache.get_layout(cache_key))
+                           isolation=[], layout_findings=layout)
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
     rendered = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
                             out_dir=out_dir, layout=True, progress=run_logger_info())

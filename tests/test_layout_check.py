@@ -15,7 +15,8 @@ SCENES = Path(__file__).parent / "scenes" / "layout_scenes.py"
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
     out = {}
-    for name in ("Clean", "OffFrame", "Zoomed"):
+    for name in ("Clean", "OffFrame", "Zoomed", "CrossFade", "OneAfterAnother", "ZoomCutsAPart",
+                 "ZoomSweepsPast"):
         work = tmp_path_factory.mktemp(name)
         out[name] = probe_scene(SCENES, name, quality="l", workdir=work)
     return out
@@ -23,7 +24,11 @@ def records(tmp_path_factory):
 
 def test_clean_scene_has_no_findings(records):
     record = records["Clean"]
-    assert [s["at"] for s in record["snapshots"]] == ["wait 1", "wait 2", "end"]
+    beats = [s["at"] for s in record["snapshots"] if not s["at"].startswith("play")]
+    assert beats == ["wait 1", "wait 2", "end"]
+    # and samples during each of its three animations (a second each: four samples apiece)
+    during = [s["at"] for s in record["snapshots"] if s["at"].startswith("play")]
+    assert {a.split(" at ")[0] for a in during} == {"play 1", "play 2", "play 3"}
     labels = {item["label"] for s in record["snapshots"] for item in s["items"]}
     assert "heat flows from hot to cold" in labels  # texts were seen, and found fine
     assert check_layout(record) == []
@@ -80,7 +85,7 @@ def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
 
     from mythloop.mythos.scenes import SceneCache
 
-    record = {"pixel_height": 480, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
+    record = {"pixel_height": 480, "probe_version": 2, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
               "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
                          "em_px": 30.0, "zoom": 1.0}]}]}
     (tmp_path / "layout.json").write_text(json.dumps(record))
@@ -91,3 +96,55 @@ def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
     [finding] = cache.get_layout("k1")
     assert finding["kind"] == "off_frame" and "right edge" in finding["detail"]
     assert cache.get_layout("k2") is None  # no record kept: no check to report
+
+
+def test_captions_cross_fading_in_one_place_overlap_mid_fade(records):
+    [finding] = check_layout(records["CrossFade"])
+    assert finding.kind == "overlap" and finding.at.startswith("play")
+    assert "first caption" in finding.what and "second caption" in finding.what
+    assert 1.5 < finding.t < 2.2  # during the cross-fade, after the first second and the wait
+    assert check_layout(records["OneAfterAnother"]) == []  # never both on screen
+
+
+def test_a_part_cut_by_the_edge_while_zoomed_is_clipped_and_a_sweep_is_not(records):
+    findings = check_layout(records["ZoomCutsAPart"])
+    assert [(f.kind, f.at.split(" ")[0]) for f in findings] == [("clipped", "wait")]
+    assert "partial u}{\\partial t" in findings[0].what and "left edge" in findings[0].detail
+    # the edge sweeps over 'a + b' during the move, and at rest it is wholly out: intended
+    record = records["ZoomSweepsPast"]
+    def cut(snap) -> bool:
+        half = snap["frame"][0] / 2
+        box = next(i for i in snap["items"] if i["label"] == "a + b")["box"]
+        return box[0] < -half < box[2]
+
+    assert any(cut(s) for s in record["snapshots"] if s["at"].startswith("play"))
+    assert check_layout(record) == []
+
+
+def test_findings_from_synthetic_records_need_the_camera_still():
+    """A part cut mid-move is not a finding; the same cut with the camera held is."""
+    part = {"label": "a", "box": [-7.6, 0.0, -6.6, 1.0]}  # straddles the left edge (-7.11)
+    item = {"kind": "math", "label": "a + b", "box": [-7.6, 0, -3, 1], "em_px": 30,
+            "zoom": 2.0, "parts": [part]}
+
+    def snap(at, camera):
+        return {"at": at, "t": 1.0, "camera": camera, "frame": [14.22, 8.0], "items": [item]}
+
+    moving = {"snapshots": [snap("play 1 at 0.25s", [1.5, 0, 0]),
+                            snap("play 1 at 0.50s", [2.0, 0, 0])]}
+    assert check_layout(moving) == []
+    held = {"snapshots": [snap("play 1 at 0.25s", [2.0, 0, 0]),
+                          snap("play 1 at 0.50s", [2.0, 0, 0])]}
+    assert [f.kind for f in check_layout(held)] == ["clipped"]
+
+
+def test_a_record_from_an_older_probe_is_not_judged_on_a_cache_hit(tmp_path):
+    import json
+
+    from mythloop.mythos.scenes import SceneCache
+
+    (tmp_path / "layout.json").write_text(json.dumps({"pixel_height": 480, "snapshots": []}))
+    (tmp_path / "v.mp4").write_bytes(b"video")
+    cache = SceneCache(tmp_path / "cache")
+    cache.put("old", tmp_path / "v.mp4", layout_record=tmp_path / "layout.json")
+    assert cache.get("old") is not None and cache.get_layout("old") is None  # render again

@@ -16,7 +16,7 @@ from mythloop import procs
 from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
-           "poster_frame"]
+           "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time"]
 
 _AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
 
@@ -69,10 +69,69 @@ def duration_of(path: Path, kind: str | None = None) -> float:
     return float(info.get("format", {}).get("duration") or 0.0)
 
 
-def hold_last_frame(video: Path, seconds: float, out: Path) -> Path:
-    """A copy of `video` whose last frame stays up `seconds` longer (re-encoded, same size)."""
+def frame_stats(video: Path) -> list[dict[str, float]]:
+    """Per frame of `video`: its time `t` and ffmpeg signalstats' luma figures (YAVG, YMIN,
+    YMAX, ... on a 0-255 scale)."""
+    proc = procs.run([_ffmpeg(), "-v", "error", "-i", str(video), "-vf",
+                      "signalstats,metadata=print:file=-", "-an", "-f", "null", "-"],
+                     timeout=300)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise MuxError(f"ffmpeg could not measure {video}: {lines[-1] if lines else 'no output'}")
+    frames: list[dict[str, float]] = []
+    for line in proc.stdout.splitlines():
+        if "pts_time:" in line:
+            frames.append({"t": float(line.rsplit("pts_time:", 1)[1].split()[0])})
+        elif line.startswith("lavfi.signalstats.Y") and frames:
+            key, _, value = line[len("lavfi.signalstats."):].partition("=")
+            frames[-1][key] = float(value)
+    return frames
+
+
+def luma_profile(video: Path) -> list[tuple[float, float]]:
+    """(time, mean luma 0-255) of every frame of `video`."""
+    return [(f["t"], f.get("YAVG", 0.0)) for f in frame_stats(video)]
+
+
+_BLANK_END = 0.25  # a last frame with at most this share of the scene's contrast is blank
+_FLAT = 1.0  # contrast steps smaller than this (0-255 scale) are no change
+
+
+def last_picture_time(video: Path) -> float | None:
+    """When a scene ends by fading its picture out to an empty frame, the time of its last
+    full picture (the frame just before the fade); None when its last frame shows something.
+
+    A frame's contrast (brightest minus darkest luma) is near 0 on an empty background and
+    high wherever text or a drawing is up; a fade-out lowers it step by step."""
+    frames = frame_stats(video)
+    if len(frames) < 3:
+        return None
+    contrast = [f.get("YMAX", 0.0) - f.get("YMIN", 0.0) for f in frames]
+    if contrast[-1] > _BLANK_END * max(contrast) or max(contrast) <= _FLAT:
+        return None
+    start = len(contrast) - 1  # walk back up the fade-out to where it began
+    while start > 0 and contrast[start - 1] >= contrast[start] - _FLAT:
+        start -= 1
+    peak = max(contrast[start:])
+    last = max(i for i in range(start, len(contrast)) if contrast[i] >= 0.9 * peak)
+    return frames[last]["t"]
+
+
+def hold_last_frame(video: Path, seconds: float, out: Path, *,
+                    at: float | None = None) -> Path:
+    """A copy of `video` that stays `seconds` longer on one frame (re-encoded, same size):
+    the last frame, or with `at` the frame at `at` seconds (the rest plays after the hold)."""
+    if at is None:
+        return _produce([_ffmpeg(), "-y", "-v", "error", "-i", str(video),
+                         "-vf", f"tpad=stop_mode=clone:stop_duration={seconds:.3f}",
+                         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
+    cut = at + 0.001
+    graph = (f"[0:v]split[a][b];[a]trim=end={cut:.3f},setpts=PTS-STARTPTS,"
+             f"tpad=stop_mode=clone:stop_duration={seconds:.3f}[held];"
+             f"[b]trim=start={cut:.3f},setpts=PTS-STARTPTS[rest];"
+             "[held][rest]concat=n=2:v=1:a=0[v]")
     return _produce([_ffmpeg(), "-y", "-v", "error", "-i", str(video),
-                     "-vf", f"tpad=stop_mode=clone:stop_duration={seconds:.3f}",
+                     "-filter_complex", graph, "-map", "[v]",
                      "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
 
 
@@ -128,3 +187,16 @@ def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
     when = duration_of(video, "video") / 2 if at is None else at
     return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", "-i", str(video),
                      "-frames:v", "1", "-f", "image2"], out)
+
+
+def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
+    """A small JPEG of `image` as a `data:` URL (a few tens of KB), for markdown that must
+    show a picture without a server to fetch it from."""
+    import base64
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mythloop-thumb-") as tmp:
+        out = Path(tmp) / "thumb.jpg"
+        _run([_ffmpeg(), "-y", "-v", "error", "-i", str(image), "-vf", f"scale={width}:-2",
+              "-frames:v", "1", "-q:v", "5", str(out)], timeout=60)
+        return "data:image/jpeg;base64," + base64.b64encode(out.read_bytes()).decode("ascii")

@@ -1,6 +1,8 @@
 """After the scenes are stitched: subtitles, an offline voice-over, a poster frame.
 
-    narration_for_scenes(curriculum, n)  the plan's narration, one list of lines per scene
+    scene_narrations(texts, curriculum)  each scene's own narration (codegen's NARRATION),
+                                         one list of sentences per scene
+    narration_for_scenes(curriculum, n)  the curriculum's act narratives, one list per scene
     finish_film(...)                     film.srt + film.vtt timed from the scene videos,
                                          optional voice (a clip per scene, a scene held on
                                          its last frame while its narration runs on), muxed
@@ -14,10 +16,16 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from mythloop.mythos.avmux import duration_of, hold_last_frame, mux_film, speech_track
+from mythloop.mythos.avmux import (
+    duration_of,
+    hold_last_frame,
+    last_picture_time,
+    mux_film,
+    speech_track,
+)
 from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
 
-__all__ = ["narration_for_scenes", "finish_film"]
+__all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
 
 _SPEECH_TAIL_S = 0.3  # a breath after a scene's narration before the next scene starts
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -42,6 +50,34 @@ def narration_for_scenes(curriculum: dict, count: int) -> list[list[str]]:
         return per_act
     flat = [s for act in per_act for s in act]
     return [flat[len(flat) * k // count: len(flat) * (k + 1) // count] for k in range(count)]
+
+
+def scene_narrations(texts: Sequence[str],
+                     curriculum: dict | None = None) -> tuple[list[list[str]], list[str | None]]:
+    """Per scene, the sentences spoken and shown over it, and where they came from.
+
+    A scene's own narration (its class's NARRATION, written by codegen for that scene) comes
+    first. A scene without one borrows its act's narrative only when the film has one scene
+    per act; otherwise it stays silent rather than speak words meant for another scene.
+    Returns (sentences per scene, source per scene: "scene", "curriculum act" or None).
+    """
+    count = len(texts)
+    acts = narration_for_scenes(curriculum or {}, count)
+    by_act = len([a for a in (curriculum or {}).get("acts", []) if isinstance(a, dict)]) == count
+    lines: list[list[str]] = []
+    sources: list[str | None] = []
+    for index, text in enumerate(texts):
+        own = _sentences(text)
+        if own:
+            lines.append(own)
+            sources.append("scene")
+        elif by_act and acts[index]:
+            lines.append(acts[index])
+            sources.append("curriculum act")
+        else:
+            lines.append([])
+            sources.append(None)
+    return lines, sources
 
 
 def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence[str]], *,
@@ -73,9 +109,12 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     for i, scene in enumerate(scenes):
         video, duration = Path(scene["video"]), float(scene["duration"])
         extra = speech[i] + _SPEECH_TAIL_S - duration if clips[i] else 0.0
-        if extra > 0.05:  # the narration runs longer than the animation: hold the last frame
-            video = hold_last_frame(video, extra, work / f"{scene['label']}.held.mp4")
-            held.append({"scene": scene["label"], "held_s": round(extra, 3)})
+        if extra > 0.05:  # the narration runs longer than the animation: hold its final
+            # picture (the frame before a closing fade-out, so the hold is never black)
+            at = last_picture_time(video)
+            video = hold_last_frame(video, extra, work / f"{scene['label']}.held.mp4", at=at)
+            held.append({"scene": scene["label"], "held_s": round(extra, 3),
+                         "at_s": None if at is None else round(at, 3)})
         videos.append(video)
     base = film
     if held:

@@ -1,9 +1,11 @@
-"""Records where a scene's text and formulas are at each beat end (inside the render).
+"""Records where a scene's text and formulas are, at each beat end and during animations
+(inside the render).
 
 Self-contained on purpose: the render sandbox runs this file's source next to manim
 (it may not be able to import mythloop), so it imports only the standard library, numpy
-and manim. `install(path)` wraps `Scene.wait` and `Scene.tear_down`; after every wait and
-once at the end it notes each visible text-like mobject (Text, MarkupText, Paragraph,
+and manim. `install(path)` wraps `Scene.wait`, `Scene.update_to_time` and `Scene.tear_down`;
+after every wait, every SAMPLE_S seconds of every animation ("play 3 at 0.50s": what a viewer
+sees mid-fade or mid-zoom) and once at the end it notes each visible text-like mobject (Text, MarkupText, Paragraph,
 MathTex, Tex, ...) with its box in frame coordinates (the camera's projection applied, so
 zoom, moving frames and 3D orientation count; fixed-in-frame mobjects as they are), its
 em height in pixels at the render's quality, and writes everything as JSON to `path`.
@@ -16,6 +18,8 @@ import json
 import os
 
 _EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
+SAMPLE_S = 0.25  # seconds of animation between two samples taken during a play
+PROBE_VERSION = 2  # 2: samples during animations
 
 
 def install(out_path: str) -> None:
@@ -67,7 +71,36 @@ def install(out_path: str) -> None:
         center = np.array(getattr(camera, "frame_center", (0, 0, 0)))
         return (lambda mob, pts: pts - center), width, height, fixed
 
-    def snapshot(scene, at: str) -> None:
+    def box_of(flat) -> list[float]:
+        return [round(float(v), 4) for v in (flat[:, 0].min(), flat[:, 1].min(),
+                                             flat[:, 0].max(), flat[:, 1].max())]
+
+    def parts_of(mob, project) -> list[dict]:
+        """A formula's addressable parts (MathTex built from several strings), each boxed."""
+        parts = []
+        for part in mob.submobjects if len(mob.submobjects) > 1 else ():
+            label = getattr(part, "tex_string", None)
+            pts = part.get_all_points()
+            if label is None or not len(pts) or not visible(part):
+                continue
+            parts.append({"label": " ".join(str(label).split())[:60],
+                          "box": box_of(project(mob, pts))})
+        return parts
+
+    def camera_state(scene) -> list[float]:
+        """Zoom, frame centre and orientation: equal in two samples = the camera held still."""
+        camera = scene.camera
+        values = []
+        for name in ("get_zoom", "get_phi", "get_theta"):
+            getter = getattr(camera, name, None)
+            values.append(float(getter()) if getter else 0.0)
+        frame = getattr(camera, "frame", None)
+        center = (frame.get_center() if frame is not None else
+                  getattr(camera, "frame_center", (0.0, 0.0, 0.0)))
+        values.extend(float(v) for v in np.asarray(center, dtype=float).ravel()[:3])
+        return [round(v, 4) for v in values]
+
+    def snapshot(scene, at: str, offset: float = 0.0) -> None:
         project, width, height, fixed = frame_of(scene)
         px_per_unit = config.pixel_height / height
         items = []
@@ -87,18 +120,50 @@ def install(out_path: str) -> None:
                 zoom = 1.0
             em_units = (float(font) * _EM_PER_FONT_UNIT * zoom if font else
                         (ymax - ymin) / max(1, label_of(mob).count("\\\\") + 1))
-            items.append({
+            item = {
                 "kind": "math" if isinstance(mob, SingleStringMathTex) else "text",
                 "label": label_of(mob),
                 "box": [round(v, 4) for v in (xmin, ymin, xmax, ymax)],
                 "em_px": round(em_units * px_per_unit, 2),
                 "zoom": round(zoom, 3),
-            })
-        snapshots.append({"at": at, "t": round(float(getattr(scene.renderer, "time", 0.0)), 3),
+            }
+            if item["kind"] == "math":
+                parts = parts_of(mob, project)
+                if parts:
+                    item["parts"] = parts
+            items.append(item)
+        when = float(getattr(scene.renderer, "time", 0.0)) + offset
+        snapshots.append({"at": at, "t": round(when, 3), "camera": camera_state(scene),
                           "frame": [round(width, 4), round(height, 4)], "items": items})
 
     original_wait = Scene.wait
     original_tear_down = Scene.tear_down
+    original_update = Scene.update_to_time
+    original_progression = Scene.get_time_progression
+    plays = {"count": 0, "next": SAMPLE_S, "last_t": None}
+
+    def update_to_time(self, t):
+        result = original_update(self, t)
+        if plays["last_t"] is None or t <= plays["last_t"]:  # a new play starts
+            plays["count"] += 1
+            plays["next"] = SAMPLE_S
+        plays["last_t"] = t
+        run_time = float(getattr(self, "duration", 0.0) or 0.0)
+        if t + 1e-6 >= plays["next"] and t < run_time - 1e-6:
+            while plays["next"] <= t + 1e-6:
+                plays["next"] += SAMPLE_S
+            snapshot(self, f"play {plays['count']} at {t:.2f}s", offset=t)
+        return result
+
+    def get_time_progression(self, run_time, *args, **kwargs):
+        progression = original_progression(self, run_time, *args, **kwargs)
+        if self.renderer.skip_animations and not kwargs.get("override_skip_animations"):
+            # a dry run jumps to each animation's end: visit the sample times on the way
+            times = [k * SAMPLE_S for k in range(1, int(run_time / SAMPLE_S) + 1)
+                     if k * SAMPLE_S < run_time - 1e-6] + [run_time]
+            progression.close()
+            progression = _Steps(times)
+        return progression
 
     def wait(self, *args, **kwargs):
         result = original_wait(self, *args, **kwargs)
@@ -109,6 +174,7 @@ def install(out_path: str) -> None:
     def tear_down(self):
         snapshot(self, "end")
         record = {"scene": type(self).__name__, "pixel_height": config.pixel_height,
+                  "probe_version": PROBE_VERSION, "sample_s": SAMPLE_S,
                   "snapshots": snapshots}
         tmp = f"{out_path}.tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -118,3 +184,12 @@ def install(out_path: str) -> None:
 
     Scene.wait = wait
     Scene.tear_down = tear_down
+    Scene.update_to_time = update_to_time
+    Scene.get_time_progression = get_time_progression
+
+
+class _Steps(list):
+    """The times a dry-run animation visits (a list with the progress bar's close())."""
+
+    def close(self) -> None:
+        pass

@@ -191,6 +191,7 @@ def offline_scene(topic: str = _DEFAULT_TOPIC) -> str:
     """A small working film in split form: a shared header and three short scenes (a few
     seconds each at -ql), used for codegen; each scene re-creates its starting state."""
     title = json.dumps(_safe_title(topic))
+    opening = json.dumps(f"An offline rehearsal of a film about {_safe_title(topic)}.")
     return f'''from manim import *
 
 # Offline stand-in film: written by mythloop.mythos.offline, not by a model.
@@ -234,6 +235,8 @@ class {OFFLINE_SCENE_NAME}Base(ThreeDScene):
 class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
     """Scene 1: the headline."""
 
+    NARRATION = {opening}
+
     def construct(self):
         self.open_scene()
         title = self.pinned(Text(TOPIC, font_size=64, color=INK))
@@ -247,6 +250,8 @@ class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
 class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
     """Scene 2: the formula, captioned (starts from the parked title)."""
 
+    NARRATION = "Here is the formula, part by part. A stand-in wrote it, not a model."
+
     def construct(self):
         self.open_scene()
         self.add(self.parked_title())
@@ -259,6 +264,8 @@ class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
 
 class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
     """Scene 3: zoom into the key term and pull back (starts from scene 2's last frame)."""
+
+    NARRATION = "Look closely at its first term, then see the whole formula again."
 
     def construct(self):
         self.open_scene()

@@ -125,7 +125,8 @@ class FilmSession:
         except FilmSplitError as exc:
             raise SceneCodeError(f"codegen: {exc}") from exc
         return CodegenResult(code=code, scene_name=scene, header=split.header,
-                             scenes=[SceneCode(index=u.index, name=u.name, code=u.code)
+                             scenes=[SceneCode(index=u.index, name=u.name, code=u.code,
+                                               narration=u.narration)
                                      for u in split.scenes],
                              raw=completion.text, model=completion.model,
                              seconds=round(time.perf_counter() - started, 3))

@@ -45,6 +45,7 @@ class SceneCode(BaseModel):
     index: int
     name: str
     code: str
+    narration: str = ""  # the scene class's NARRATION ("" when codegen wrote none)
 
 
 class CodegenResult(BaseModel):
@@ -176,6 +177,8 @@ class SceneRecord(_Open):
     video: str | None = None
     duration: float | None = None
     error: str | None = None
+    narration: str | None = None  # what a teacher says over this scene (voice and subtitles)
+    failed_repair: dict[str, Any] | None = None  # a repair that could not help; video kept
 
 
 class FilmInfo(_Open):
@@ -228,3 +231,4 @@ class FilmManifest(_Open):
     failed: dict[str, Any] | None = None
     failed_scenes: list[FailedScene] = Field(default_factory=list)
     kept_scenes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # e.g. a scene kept after a failed repair

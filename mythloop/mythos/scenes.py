@@ -23,7 +23,7 @@ from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
 from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
 
-__all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_file_text", "join_film",
+__all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
            "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
            "concat_videos", "FilmSplitError"]
 
@@ -39,6 +39,7 @@ class SceneUnit:
     index: int
     name: str
     code: str
+    narration: str = ""  # the scene's NARRATION: what a teacher says over it
 
     @property
     def label(self) -> str:
@@ -63,6 +64,29 @@ def _leaf_scenes(tree: ast.Module) -> list[ast.ClassDef]:
     return [c for c in classes if c.name in scenes and c.name not in parents]
 
 
+def _narration_of(cls: ast.ClassDef) -> str:
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NARRATION"
+                                                for t in stmt.targets):
+            value = stmt.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return " ".join(value.value.split())
+    return ""
+
+
+def scene_narration(class_code: str) -> str:
+    """The `NARRATION` string of the (first) class in CLASS_CODE, whitespace folded; "" if none.
+
+    Codegen writes each scene's narration into its class: the words a teacher says to the
+    viewer over exactly what that scene shows (subtitles and voice-over speak it there)."""
+    try:
+        tree = parse(class_code)
+    except SyntaxError:
+        return ""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    return _narration_of(classes[0]) if classes else ""
+
+
 def split_film(code: str) -> SplitFilm:
     """Cut CODE into the shared header and its leaf Scene classes, in definition order."""
     try:
@@ -81,7 +105,8 @@ def split_film(code: str) -> SplitFilm:
         first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
         last = cls.end_lineno or cls.lineno
         cut.update(range(first - 1, last))
-        scenes.append(SceneUnit(number, cls.name, "\n".join(lines[first - 1:last]) + "\n"))
+        scenes.append(SceneUnit(number, cls.name, "\n".join(lines[first - 1:last]) + "\n",
+                                _narration_of(cls)))
     kept = [line for i, line in enumerate(lines) if i not in cut]
     header = "\n".join(kept).rstrip() + "\n"
     while "\n\n\n\n" in header:
@@ -163,9 +188,12 @@ class SceneCache:
         """The layout check of the probe record kept with a cached video, judged by today's
         rules (None: no record was kept)."""
         from mythloop.mythos.layout import check_layout
+        from mythloop.mythos.layout_probe import PROBE_VERSION
 
         try:
             record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
+            if record.get("probe_version", 1) < PROBE_VERSION:
+                return None  # an older probe saw less (no samples during animations)
             return [f.as_dict() for f in check_layout(record)]
         except (OSError, ValueError, TypeError, KeyError, IndexError):
             return None

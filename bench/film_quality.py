@@ -1,0 +1,94 @@
+"""Film quality of rendered films, from their run dirs: what a viewer gets, measured.
+
+For each run dir (a film made with `--render`, best with `--voice espeak`): the film's
+length (ffprobe, video stream), its scenes, how many subtitle cues lie inside the span of the
+scene whose narration they show, narration words per second per scene (words of
+scenes[i].narration over the scene's span in the stitched film), the layout findings by kind,
+scenes kept after a failed repair, and black stretches of 1 s or more
+(`ffmpeg -vf blackdetect=d=1:pix_th=0.10:pic_th=0.995`).
+
+    mythloop film "the heat equation" --backend replay --render -q l --voice espeak
+    python bench/film_quality.py .mythloop/runs/mythos/<stamp>-the-heat-equation [...]
+
+One markdown row per run dir (and `--json` for the raw figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+_CUE = re.compile(r"(\d\d:\d\d:\d\d,\d{3}) --> (\d\d:\d\d:\d\d,\d{3})\n(.+)")
+_BLACK = re.compile(r"black_start:([\d.]+) black_end:([\d.]+) black_duration:([\d.]+)")
+
+
+def _secs(stamp: str) -> float:
+    hours, minutes, rest = stamp.split(":")
+    whole, millis = rest.split(",")
+    return int(hours) * 3600 + int(minutes) * 60 + int(whole) + int(millis) / 1000
+
+
+def measure(run: Path) -> dict:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    film = run / "film.mp4"
+    duration = float(subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+         "stream=duration", "-of", "csv=p=0", str(film)],
+        capture_output=True, text=True, check=True).stdout.strip())
+    scenes = manifest["scenes"]
+    spans = manifest["film"]["scene_spans"]
+    edges = [sum(spans[:i]) for i in range(len(spans) + 1)]
+    cues = [(_secs(a), _secs(b), text.strip())
+            for a, b, text in _CUE.findall((run / "film.srt").read_text(encoding="utf-8"))]
+    inside = 0
+    for start, end, text in cues:
+        owner = [i for i, s in enumerate(scenes) if text in (s.get("narration") or "")]
+        if owner and edges[owner[0]] - 0.01 <= start < end <= edges[owner[0] + 1] + 0.01:
+            inside += 1
+    words = [round(len((s.get("narration") or "").split()) / span, 2)
+             for s, span in zip(scenes, spans, strict=True)]
+    kinds = Counter(f["kind"] for s in scenes for f in (s.get("layout") or []))
+    probe = subprocess.run(["ffmpeg", "-v", "info", "-i", str(film), "-vf",
+                            "blackdetect=d=1:pix_th=0.10:pic_th=0.995", "-an", "-f", "null", "-"],
+                           capture_output=True, text=True)
+    black = [tuple(float(v) for v in m) for m in _BLACK.findall(probe.stderr)]
+    return {"run": run.name, "prompt": manifest.get("prompt"),
+            "layout_repair": bool((manifest.get("request") or {}).get("layout_repair")),
+            "duration_s": round(duration, 1), "scenes": len(scenes),
+            "cues_inside": inside, "cues": len(cues), "words_per_s": words,
+            "findings": dict(sorted(kinds.items())), "findings_total": sum(kinds.values()),
+            "kept_after_failed_repair": sum(1 for s in scenes if s.get("failed_repair")),
+            "black_stretches": black}
+
+
+def row(m: dict) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in m["findings"].items()) or "none"
+    black = "; ".join(f"{s:.1f}-{e:.1f} s" for s, e, _ in m["black_stretches"]) or "none"
+    return (f"| {m['prompt']} | {'yes' if m['layout_repair'] else 'no'} | {m['duration_s']} | "
+            f"{m['scenes']} | {m['cues_inside']}/{m['cues']} | "
+            f"{' / '.join(f'{w:.2f}' for w in m['words_per_s'])} | {m['findings_total']} "
+            f"({kinds}) | {m['kept_after_failed_repair']} | {black} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="film run dirs")
+    parser.add_argument("--json", action="store_true", help="print the raw figures")
+    args = parser.parse_args()
+    print("| film | layout repair | length s | scenes | cues inside their scene | "
+          "narration words/s per scene | layout findings | kept after failed repair | "
+          "black >= 1 s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    measured = [measure(run) for run in args.runs]
+    for m in measured:
+        print(row(m))
+    if args.json:
+        print(json.dumps(measured, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Narration in step with each scene: each scene carries its own words (codegen's NARRATION),
+the subtitles cue them inside that scene's span, the voice speaks them there, and a scene
+whose speech runs longer than its animation holds its final picture, never black."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mythloop.data import data_path
+from mythloop.mythos.avmux import duration_of, hold_last_frame, last_picture_time, luma_profile
+from mythloop.mythos.extract import extract_python_block
+from mythloop.mythos.filmmedia import finish_film, scene_narrations
+from mythloop.mythos.offline import offline_response
+from mythloop.mythos.scenes import scene_narration, split_film
+
+RECORDINGS = ("the-heat-equation", "euler-s-identity")
+# words that direct the crew, not the viewer
+DIRECTIONS = re.compile(r"\b(camera|zoom\w*|pull\w* back|coral|gold|olive|blue|font|fade\w*|"
+                        r"caption\w*|headline)\b", re.I)
+_WORD = re.compile(r"[a-z]+")
+_STOP = {"the", "a", "an", "and", "of", "to", "is", "it", "its", "on", "in", "at", "by", "so",
+         "then", "one", "that", "this", "what", "how", "every", "from", "as", "for", "with",
+         "until", "now", "all", "does", "do", "there", "here"}
+
+
+def _recorded_scenes(topic_dir: str):
+    record = json.loads(data_path("fixtures", "cassettes", topic_dir, "codegen.json")
+                        .read_text(encoding="utf-8"))
+    return split_film(extract_python_block(record["response"])).scenes
+
+
+def _on_screen_words(code: str) -> set[str]:
+    """Content words of the texts a scene brings on screen (captions, headlines, Text), not
+    the declared state it starts from (declare_title/declare_caption: the previous scene's)."""
+    texts = re.findall(r'(?:self\.caption|self\.headline|\bText)\(\s*"([^"]+)"', code)
+    return {w for t in texts for w in _WORD.findall(t.lower()) if w not in _STOP}
+
+
+@pytest.mark.parametrize("topic_dir", RECORDINGS)
+def test_each_recorded_scene_carries_narration_about_what_it_shows(topic_dir):
+    scenes = _recorded_scenes(topic_dir)
+    assert len(scenes) == 5
+    screens = [_on_screen_words(s.code) for s in scenes]
+    for index, scene in enumerate(scenes):
+        assert scene.narration, f"{scene.label} has no NARRATION"
+        assert scene_narration(scene.code) == scene.narration
+        assert not DIRECTIONS.search(scene.narration), scene.narration  # words for the viewer
+        words = {w for w in _WORD.findall(scene.narration.lower()) if w not in _STOP}
+        shared = [len(words & screen) for screen in screens]
+        # it speaks about this scene's picture more than about any other scene's
+        assert shared[index] == max(shared) and shared[index] >= 2, (scene.label, shared)
+
+
+def test_offline_stand_in_writes_narration_per_scene():
+    code = extract_python_block(offline_response("codegen", 'INPUT ARTIFACT JSON: '
+                                                 '{"user_prompt": "the heat equation"}'))
+    scenes = split_film(code).scenes
+    assert len(scenes) == 3 and all(s.narration for s in scenes)
+    assert "the heat equation" in scenes[0].narration
+
+
+def test_a_scene_speaks_its_own_words_and_never_another_scenes():
+    curriculum = {"acts": [{"act_number": n, "narrative": f"Act {n} plan."} for n in (1, 2, 3)]}
+    lines, sources = scene_narrations(["First here. Still first.", "", "Third."], curriculum)
+    assert lines == [["First here.", "Still first."], ["Act 2 plan."], ["Third."]]
+    assert sources == ["scene", "curriculum act", "scene"]
+    # more scenes than acts: a scene without words stays silent instead of borrowing
+    lines, sources = scene_narrations(["One.", "", "Three.", "Four."], curriculum)
+    assert lines == [["One."], [], ["Three."], ["Four."]] and sources[1] is None
+
+
+def _clip(path: Path, seconds: float, *, fade_at: float | None = None) -> Path:
+    chain = f"testsrc=size=160x120:rate=15:duration={seconds}"
+    if fade_at is not None:
+        chain += f",fade=t=out:st={fade_at}:d=0.4"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", chain,
+                    "-pix_fmt", "yuv420p", "-c:v", "libx264", str(path)], check=True)
+    return path
+
+
+def test_hold_point_is_the_last_picture_before_a_fade_out(tmp_path):
+    faded = _clip(tmp_path / "faded.mp4", 2.0, fade_at=1.4)
+    plain = _clip(tmp_path / "plain.mp4", 1.0)
+    at = last_picture_time(faded)
+    assert at is not None and 1.2 <= at <= 1.5
+    assert last_picture_time(plain) is None  # ends on a picture: hold its last frame
+    held = hold_last_frame(faded, 2.0, tmp_path / "held.mp4", at=at)
+    assert abs(duration_of(held, "video") - 4.0) <= 0.15
+    bright = max(y for _, y in luma_profile(faded))
+    during = [y for t, y in luma_profile(held) if at + 0.2 <= t <= at + 1.8]
+    assert during and min(during) > 0.8 * bright  # the hold shows the picture, not black
+    old_style = hold_last_frame(faded, 2.0, tmp_path / "old.mp4")
+    assert max(y for t, y in luma_profile(old_style) if t >= 2.2) < 0.3 * bright
+
+
+def _cues(srt: str) -> list[tuple[float, float, str]]:
+    def secs(stamp: str) -> float:
+        h, m, rest = stamp.split(":")
+        s, ms = rest.split(",")
+        return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
+
+    return [(secs(a), secs(b), text.strip()) for a, b, text in re.findall(
+        r"(\d\d:\d\d:\d\d,\d{3}) --> (\d\d:\d\d:\d\d,\d{3})\n(.+)", srt)]
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
+def test_cues_and_voice_lie_inside_their_scene_and_a_long_one_holds_its_picture(tmp_path):
+    from mythloop.mythos.scenes import concat_videos
+
+    one = _clip(tmp_path / "one.mp4", 2.0, fade_at=1.5)
+    two = _clip(tmp_path / "two.mp4", 3.0)
+    narration = [["Squares first, spoken over the first scene.",
+                  "It runs longer than the animation does, so the picture must wait."],
+                 ["Circles second."]]
+    film = concat_videos([one, two], tmp_path / "film.mp4")
+    scenes = [{"label": "scene-01", "video": str(one), "duration": duration_of(one)},
+              {"label": "scene-02", "video": str(two), "duration": duration_of(two)}]
+    done = finish_film(film, scenes, narration, voice="espeak")
+    spans = done["scene_spans"]
+    assert spans[0] > 2.5 and abs(spans[1] - 3.0) <= 0.1  # scene 1 was held, scene 2 not
+    [held] = done["voice"]["held"]
+    assert held["scene"] == "scene-01" and 1.2 <= held["at_s"] <= 1.6
+    speech = done["voice"]["speech_s"]
+    assert speech[0] <= spans[0] and speech[1] <= spans[1]  # each voice inside its span
+    edges = [0.0, spans[0], spans[0] + spans[1]]
+    cues = _cues(Path(done["subtitles"]["srt"]).read_text())
+    assert len(cues) == 3
+    for start, end, text in cues:
+        scene = 0 if text in narration[0] else 1
+        assert edges[scene] - 0.01 <= start < end <= edges[scene + 1] + 0.01, (text, start, end)
+    # while scene 1's voice runs on, its picture is up (the fade comes after the hold)
+    profile = luma_profile(film)
+    bright = max(y for _, y in profile)
+    assert min(y for t, y in profile if 1.7 <= t <= spans[0] - 0.6) > 0.8 * bright

@@ -1,0 +1,79 @@
+"""A repair never costs a rendered scene: when the layout repair of a scene that rendered
+cannot help (no recording, or repaired code that fails to render), the scene keeps its
+video, the manifest records the finding and the failed repair, and the film is finished."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_film_scenes import SCENE_1, SCENE_2_FIXED, _film, _manifest, _tiny_cassettes
+from test_film_watchable import SCENE_3_OFF_FRAME
+
+from mythloop.mythos.avmux import duration_of
+from mythloop.mythos.request import FilmRequest
+
+SCENE_3_REPAIR_BROKEN = SCENE_3_OFF_FRAME.replace("Square(", "Sqare(")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize("case", ["no recording", "repair fails to render"])
+def test_a_failed_layout_repair_keeps_the_rendered_scene(tmp_path, monkeypatch, capsys, case):
+    topic = f"tiny scenes kept {case}"
+    # "no recording": the only recorded repair is for another scene
+    repaired = "scene-09" if case == "no recording" else "scene-03"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_3_REPAIR_BROKEN,
+        scenes=(SCENE_1, SCENE_2_FIXED, SCENE_3_OFF_FRAME), repaired=repaired)))
+    state = _film(FilmRequest(prompt=topic, backend="replay", render=True, layout_repair=True,
+                              runs_dir=tmp_path / "runs"))
+    assert state.is_completed(), state.message
+    result = state.result()
+    run_dir = Path(result["run_dir"])
+    manifest = _manifest(run_dir)
+    third = manifest["scenes"][2]
+    # the scene keeps the video it rendered before the repair, and the code it came from
+    assert third["ok"] is True and Path(third["video"]).is_file()
+    assert third["video"] == str(run_dir / "scenes" / "scene-03.mp4")
+    assert "far too far right" in Path(third["file"]).read_text()
+    assert "Sqare(" not in Path(third["file"]).read_text()
+    # the finding and the failed repair are on record
+    assert [f["kind"] for f in third["layout"]] == ["off_frame"]
+    failed = third["failed_repair"]
+    assert failed["attempt"] == 1 and "off_frame" in failed["finding"]
+    assert ("Sqare" in failed["error"]) if case != "no recording" else failed["error"]
+    # the film is whole: three scenes stitched, one warning line naming the scene
+    film = Path(result["video_path"])
+    assert film.is_file() and not manifest.get("failed") and not manifest.get("failed_scenes")
+    assert abs(duration_of(film) - sum(s["duration"] for s in manifest["scenes"])) <= 0.5
+    [warning] = manifest["warnings"]
+    assert "scene-03 (TinyFilm03Formula)" in warning
+    out = capsys.readouterr().out
+    assert sum("warning" in line and "scene-03" in line for line in out.splitlines()) == 1
+
+
+def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
+    import subprocess
+
+    from flows.film import _watch_lines
+    from mythloop.mythos.records import FilmManifest
+
+    poster = tmp_path / "poster.png"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=size=640x360:duration=1", "-frames:v", "1", str(poster)],
+                   check=True)
+    data = FilmManifest.model_validate({
+        "video_path": str(tmp_path / "film.mp4"), "poster": str(poster),
+        "subtitles": {"srt": str(tmp_path / "film.srt"), "vtt": str(tmp_path / "film.vtt"),
+                      "cues": 3},
+        "scenes": [{"label": "scene-02", "layout": [
+            {"kind": "clipped", "at": "wait 4", "t": 13.4, "what": "part 'a|b'",
+             "detail": "cut"}],
+            "failed_repair": {"attempt": 1, "error": "no recording"}}]})
+    text = "\n".join(_watch_lines(data, None, None))
+    assert text.startswith("![poster](data:image/jpeg;base64,")  # shown without a server
+    assert len(text.split(")", 1)[0]) < 60_000  # a thumbnail, not the full frame
+    assert f"`{tmp_path / 'film.srt'}`" in text and f"`{tmp_path / 'film.vtt'}`" in text
+    assert "| scene-02 | clipped | 13.4 s (wait 4) | part 'a/b' | cut |" in text
+    assert "Kept after a failed repair:** scene-02 (repair-1: no recording)" in text
