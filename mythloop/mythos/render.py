@@ -43,8 +43,8 @@ from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES
 
-__all__ = ["RenderLimits", "RenderResult", "render_scene", "scene_names", "QUALITIES",
-           "ProgressCallback"]
+__all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scene_names",
+           "QUALITIES", "ProgressCallback"]
 
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
@@ -64,12 +64,25 @@ _UNSHARE = [_UNSHARE_BIN, "--net", "--mount", "--pid", "--ipc", "--uts", "--fork
             "--kill-child", "--mount-proc"]
 
 
+class RenderOutput(BaseModel):
+    """What one scene of a render produced: manim's mp4, or the PNG of a still scene."""
+
+    scene: str
+    kind: str = Field(description="video | image")
+    path: str
+
+
 class RenderResult(BaseModel):
     """Outcome of one sandboxed render; `message` is the one line to show a user."""
 
     ok: bool
     kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool")
     video_path: str | None = None
+    image_path: str | None = None
+    """The PNG manim saved for a still scene (no animation played), when the last scene
+    rendered is one; `video_path` is None then."""
+    outputs: list[RenderOutput] = Field(default_factory=list)
+    """Every scene's output, in the order rendered (a file with several Scene classes)."""
     log_tail: str = ""
     returncode: int | None = None
     seconds: float = 0.0
@@ -222,20 +235,32 @@ def _sweep(token: str) -> int:
                                  signals=(signal.SIGKILL,) * 5, grace=0.2))
 
 
-def _find_video(out_dir: Path, scenes: list[str], exact: bool = False) -> Path | None:
-    """The newest mp4 for the last requested scene under OUT_DIR/media/videos (EXACT: for
-    that scene only; otherwise the newest mp4 when no file carries a scene's name)."""
-    media = out_dir / "media" / "videos"
-    candidates = [p for p in media.rglob("*.mp4") if "partial_movie_files" not in p.parts
-                  and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
-                  and p.resolve().is_relative_to(out_dir.resolve())] if media.is_dir() else []
-    for name in reversed(scenes):
-        named = [p for p in candidates if p.stem == name]
+def _media_files(out_dir: Path, sub: str, suffix: str) -> list[Path]:
+    """Regular, singly linked SUFFIX files under OUT_DIR/media/SUB (no partial movies)."""
+    media = out_dir / "media" / sub
+    if not media.is_dir():
+        return []
+    root = out_dir.resolve()
+    return [p for p in media.rglob(f"*{suffix}") if "partial_movie_files" not in p.parts
+            and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
+            and p.resolve().is_relative_to(root)]
+
+
+def _find_outputs(out_dir: Path, scenes: list[str], exact: bool = False) -> dict[str, Path]:
+    """Each requested scene's output under OUT_DIR/media: its mp4 (media/videos), else the
+    PNG manim saves for a scene that played nothing (media/images, `<Scene>_ManimCE_v*.png`).
+    Not EXACT and a single scene: the newest mp4 or PNG when no file carries its name."""
+    videos = _media_files(out_dir, "videos", ".mp4")
+    images = _media_files(out_dir, "images", ".png")
+    found: dict[str, Path] = {}
+    for name in scenes:
+        named = [p for p in videos if p.stem == name] or [
+            p for p in images if p.stem == name or p.stem.startswith(f"{name}_ManimCE_v")]
         if named:
-            return max(named, key=lambda p: p.stat().st_mtime).resolve()
-    if exact:
-        return None
-    return max(candidates, key=lambda p: p.stat().st_mtime).resolve() if candidates else None
+            found[name] = max(named, key=lambda p: p.stat().st_mtime).resolve()
+    if not found and not exact and len(scenes) == 1 and (videos or images):
+        found[scenes[0]] = max(videos or images, key=lambda p: p.stat().st_mtime).resolve()
+    return found
 
 
 def _default_out_dir(stem: str) -> Path:
@@ -308,8 +333,8 @@ def _place(src: Path, dst: Path) -> None:
     copy_file_atomic(src, dst)
 
 
-def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:
-    """Move the stage's media into WORK/media (regular files only, the video last).
+def _hand_over_media(stage: Path, work: Path, outputs: list[Path]) -> list[Path]:
+    """Move the stage's media into WORK/media (regular files only, the OUTPUTS last).
 
     Links, devices and multiply linked files the scene may have planted are left behind
     (and removed with the stage); manim's partial movie files are not kept either.
@@ -324,11 +349,11 @@ def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:
                 st = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path != video:
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path not in outputs:
                 files.append(path)
-    for path in [*files, video]:
+    for path in [*files, *outputs]:
         _place(path, work / path.relative_to(stage))
-    return work / video.relative_to(stage)
+    return [work / path.relative_to(stage) for path in outputs]
 
 
 class _ProgressRelay:
@@ -512,19 +537,26 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     log = stage_log.read_text(encoding="utf-8", errors="replace") if stage_log.exists() else ""
     log = "\n".join(ln for ln in log.split("\n") if not ln.startswith("mythloop-progress: "))
     # manim renders the file's only scene when the one asked for is missing: not that one
-    video = _find_video(stage, scenes, exact=explicit) if returncode == 0 else None
+    found = _find_outputs(stage, scenes, exact=explicit) if returncode == 0 else {}
     kind, message = classify(
-        returncode=returncode, timed_out=timed_out, timeout=timeout, video=video is not None,
-        log=log, scene_file=name,
+        returncode=returncode, timed_out=timed_out, timeout=timeout,
+        video=bool(found) and len(found) == len(scenes), log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
         else None
-    final = _hand_over_media(stage, work, video) if kind == "ok" and video else None
+    ordered = [(scene, found[scene]) for scene in scenes if scene in found]
+    placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
+    outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
+                            path=str(dst)) for (scene, src), dst in zip(ordered, placed,
+                                                                         strict=True)]
+    last = outputs[-1] if outputs else None
     seconds = round(time.monotonic() - started, 2)
     relay.say(f"render: {'done' if kind == 'ok' else kind} after {seconds:.0f}s")
     return RenderResult(
-        ok=kind == "ok", kind=kind, video_path=str(final) if final else None,
+        ok=kind == "ok", kind=kind,
+        video_path=last.path if last and last.kind == "video" else None,
+        image_path=last.path if last and last.kind == "image" else None, outputs=outputs,
         log_tail=log[-8000:], returncode=returncode,
         seconds=seconds, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token,
