@@ -1,3 +1,4 @@
+# ruff: noqa
 """Corpus: the camera as Manim CE documents it (moving-camera frames, zoom, 3D).
 
 One feature per scene, kept tiny (run_time 0.2-0.3 s) so the corpus renders quickly at -ql.

@@ -1,3 +1,4 @@
+# ruff: noqa
 """Corpus: graphs (networks and plots), tables, charts and parametric curves.
 
 One feature per scene, kept tiny so the corpus renders quickly at -ql.

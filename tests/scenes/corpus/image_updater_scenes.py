@@ -1,3 +1,4 @@
+# ruff: noqa
 """Corpus: images built from arrays in memory, updaters, always_redraw, ValueTracker.
 
 One feature per scene, kept tiny so the corpus renders quickly at -ql.

@@ -1,3 +1,4 @@
+# ruff: noqa
 """Corpus: text, formulas, code listings, groups and composed animations.
 
 One feature per scene, kept tiny so the corpus renders quickly at -ql.
