@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
+from mythloop.mythos import render_pool
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
@@ -524,9 +525,18 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     stage_log = stage / "render.log"
     relay = _ProgressRelay(progress, stage_log, timeout)
     relay.say(f"render: starting the sandboxed manim (-q {quality}, timeout {timeout:.0f}s)")
+    warm = hooked and namespaced and drop and python == sys.executable and \
+        render_pool.warm_enabled()
     try:
-        returncode, timed_out = _run(launcher, stage, _child_env(inner, token, env_extra),
-                                     stage_log, timeout, relay.poll)
+        if warm:
+            isolation.append("warm worker: manim imported once by the worker's PID 1 (root, "
+                             "runs no scene code); this render forked from it with its own "
+                             "mount/IPC namespaces, fresh tmpfs, limits and user")
+            returncode, timed_out = _run_warm(stage, spec, spec_worker, inner, token,
+                                              env_extra, timeout, relay.poll)
+        else:
+            returncode, timed_out = _run(launcher, stage, _child_env(inner, token, env_extra),
+                                         stage_log, timeout, relay.poll)
     finally:
         leftovers = _sweep(token)
     if leftovers:
@@ -573,6 +583,29 @@ def _layout_findings(record_path: Path) -> list[dict] | None:
         return [f.as_dict() for f in check_layout(record)]
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
+
+
+def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
+              env_extra: dict[str, str] | None, timeout: float,
+              poll: Callable[[], None]) -> tuple[int | None, bool]:
+    """The render through a warm worker (render_pool); a worker lost mid-render fails this
+    render alone, with a line in its log saying so."""
+    log = stage / "render.log"
+    log.touch(mode=0o644)
+    pool_spec = {k: spec[k] for k in ("namespaced", "inner", "needed", "tmp_size", "uid",
+                                      "gid")}
+    pool = render_pool.get_pool(base=stage.parent, spec=pool_spec,
+                                env=_child_env(inner, "warm-pool", None),
+                                log_dir=get_settings().state_root / "logs")
+    request = {"job": stage.name, "timeout": timeout, "limits": spec["limits"],
+               "env": _child_env(inner, token, env_extra), "worker": spec_worker}
+    try:
+        return pool.render(request, timeout, poll)
+    except render_pool.WorkerLost as exc:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"\nRenderWorkerError: {exc}; the render was lost with its worker "
+                     "(only this render fails; the worker is replaced)\n")
+        return None, False
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,

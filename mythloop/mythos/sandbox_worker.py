@@ -146,16 +146,19 @@ def _report_animations() -> None:
     Scene.play = play
 
 
-def main() -> None:
-    """Install the guard, then run `manim` with the spec's arguments in this process."""
-    spec = json.loads(sys.argv[1])
-    import runpy
-
-    # manim's own import is trusted and loads ctypes (watchdog) and Cython modules;
-    # done before the hook so the hook can refuse ctypes outright afterwards.
+def prepare() -> None:
+    """Import manim (trusted) before any hook: it loads ctypes (watchdog) and Cython
+    modules, so the hook can refuse ctypes outright afterwards. A warm worker runs this
+    once, in the process it forks each render from (sandbox_init.py, serve mode)."""
     import manim.__main__  # noqa: F401
 
     del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
+
+
+def run(spec: dict) -> None:
+    """Install the guard, then run `manim` with the spec's arguments in this process."""
+    import runpy
+
     if spec.get("progress"):
         _report_animations()
     if spec.get("layout_probe"):  # trusted source from mythloop (layout_probe.py)
@@ -166,6 +169,11 @@ def main() -> None:
     sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
     sys.argv = ["manim", *spec["manim_argv"]]
     runpy.run_module("manim", run_name="__main__", alter_sys=True)
+
+
+def main() -> None:
+    prepare()
+    run(json.loads(sys.argv[1]))
 
 
 if __name__ == "__main__":
