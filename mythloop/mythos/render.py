@@ -15,6 +15,7 @@ in docs/sandbox.md.
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
 import functools
 import json
@@ -37,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
-from mythloop.mythos import render_pool
+from mythloop.mythos import formula_cache, render_pool
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
@@ -504,6 +505,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                        "progress": progress is not None}
         if layout:
             spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
+        spec_worker["tex_socket"] = f"{inner}/{formula_cache.SOCKET_NAME}"
         worker_cmd = [python, "-I", "-c", worker_src, json.dumps(spec_worker)]
         isolation.append("audit hook: no writes outside DIR, no processes but latex/dvisvgm, "
                          "no sockets, no ctypes")
@@ -527,16 +529,24 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     relay.say(f"render: starting the sandboxed manim (-q {quality}, timeout {timeout:.0f}s)")
     warm = hooked and namespaced and drop and python == sys.executable and \
         render_pool.warm_enabled()
+    if warm:
+        isolation.append("warm worker: manim imported once by the worker's PID 1 (root, "
+                         "runs no scene code); this render forked from it with its own "
+                         "mount/IPC namespaces, fresh tmpfs, limits and user")
+    formulas = formula_cache.serving(stage, _child_env(inner, token, env_extra)) if hooked \
+        else contextlib.nullcontext()
     try:
-        if warm:
-            isolation.append("warm worker: manim imported once by the worker's PID 1 (root, "
-                             "runs no scene code); this render forked from it with its own "
-                             "mount/IPC namespaces, fresh tmpfs, limits and user")
-            returncode, timed_out = _run_warm(stage, spec, spec_worker, inner, token,
-                                              env_extra, timeout, relay.poll)
-        else:
-            returncode, timed_out = _run(launcher, stage, _child_env(inner, token, env_extra),
-                                         stage_log, timeout, relay.poll)
+        with formulas as service:
+            if service is not None:
+                isolation.append("formula cache: LaTeX compiled outside the scene's process, "
+                                 "in a sandbox of its own, once per formula and template")
+            if warm:
+                returncode, timed_out = _run_warm(stage, spec, spec_worker, inner, token,
+                                                  env_extra, timeout, relay.poll)
+            else:
+                returncode, timed_out = _run(launcher, stage,
+                                             _child_env(inner, token, env_extra), stage_log,
+                                             timeout, relay.poll)
     finally:
         leftovers = _sweep(token)
     if leftovers:
