@@ -105,13 +105,15 @@ def test_a_worker_killed_mid_render_fails_only_that_render(tmp_path, fresh_pool)
 
 
 def test_a_timeout_kills_the_render_and_replaces_its_worker(tmp_path, fresh_pool):
-    endless = _write(tmp_path, "endless", ENDLESS)
+    endless, tiny = _write(tmp_path, "endless", ENDLESS), _write(tmp_path, "tiny", TINY)
+    assert render_scene(tiny, out_dir=tmp_path / "first", timeout=120).ok
+    pool = render_pool.current_pool()
+    (worker,) = pool.workers()
     result = render_scene(endless, out_dir=tmp_path / "out", timeout=15)
     assert result.kind == "timeout", result.message
-    pool = render_pool.current_pool()
-    assert pool.workers() == []  # the worker that timed out is gone, not idle
-    assert render_scene(_write(tmp_path, "tiny", TINY), out_dir=tmp_path / "t",
-                        timeout=120).ok
+    assert worker not in pool.workers()  # the worker that timed out is gone, not idle
+    assert not procs.pid_alive(worker)
+    assert render_scene(tiny, out_dir=tmp_path / "t", timeout=120).ok
 
 
 DRIVER = """

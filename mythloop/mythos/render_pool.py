@@ -178,13 +178,18 @@ class WarmPool:
                     return worker
                 self.cond.wait(1.0)
 
-    def _release(self, worker: _Worker, keep: bool) -> None:
+    def _release(self, worker: _Worker, keep: bool, replace: bool = True) -> None:
+        """Back to the idle list, or stopped; a stopped worker's replacement starts at once
+        (its manim import overlaps whatever comes next, a repair for instance)."""
         with self.cond:
             self.busy.discard(worker)
             if keep and not self.closed and worker.alive() and worker.renders < MAX_RENDERS:
                 self.idle.append(worker)
             else:
                 worker.stop()
+                if replace and not self.closed and \
+                        len(self.idle) + len(self.busy) < self.size:
+                    self.idle.append(self._start())
             self.cond.notify()
 
     def render(self, request: dict, timeout: float,
@@ -192,13 +197,17 @@ class WarmPool:
         """Run one render request; (exit status, timed out). WorkerLost when the worker died
         or never answered (it is discarded; the caller reports the render as failed)."""
         worker = self._acquire()
-        keep = False
+        keep, replace = False, False
         try:
             status, timed_out = worker.render(request, timeout, poll)
             keep = status == 0 and not timed_out
+            replace = True
             return status, timed_out
+        except Exception:
+            replace = True
+            raise
         finally:  # any failure, a timeout, Ctrl-C: this worker is not reused
-            self._release(worker, keep)
+            self._release(worker, keep, replace)
 
     def workers(self) -> list[int]:
         with self.cond:
