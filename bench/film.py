@@ -26,6 +26,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -135,11 +136,65 @@ def rerun_after_failure(workdir: Path, clock: _RenderClock, prompt: str) -> dict
             "scenes": len(again["manifest"].get("scenes", []))}
 
 
-def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
+TINY_SCENE = ("from manim import *\n\nclass Tiny(Scene):\n    def construct(self):\n"
+              "        self.play(FadeIn(Square()), run_time=0.1)\n")
+FORMULA_SCENE = ("from manim import *\n\nclass Formula(Scene):\n    def construct(self):\n"
+                 "        self.play(FadeIn(MathTex(r'u_t = \\alpha\\, u_{xx} + %s')),"
+                 " run_time=0.1)\n")
+
+
+def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
+    """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
+    and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
+    a one-formula scene each rendered both ways, alternating."""
+    import mythloop.mythos.render as render_module
+    from mythloop.mythos import render_pool
+
+    tiny = workdir / "tiny_startup.py"
+    tiny.write_text(TINY_SCENE)
+    rows: dict[str, list[float]] = {k: [] for k in (
+        "cold_tiny_s", "cold_formula_s", "warm_tiny_s", "warm_formula_hit_s")}
+
+    def timed_render(path: Path, out: str, **env: str) -> float:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            t0 = time.perf_counter()
+            result = render_module.render_scene(path, out_dir=workdir / out, timeout=300)
+            if not result.ok:
+                raise RuntimeError(f"startup probe failed: {result.message}")
+            return time.perf_counter() - t0
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+    warm_formula = workdir / "formula_warm.py"
+    warm_formula.write_text(FORMULA_SCENE % "1")
+    timed_render(tiny, "warmup-tiny")  # starts the warm worker
+    timed_render(warm_formula, "warmup-formula")  # puts the formula in the cache
+    for i in range(repeats):
+        cold_formula = workdir / f"formula_cold_{i}.py"  # a new formula each time: no reuse
+        cold_formula.write_text(FORMULA_SCENE % f"{i + 2}")
+        off = {"MYTHLOOP_WARM_WORKERS": "0", "MYTHLOOP_FORMULA_CACHE": "0"}
+        rows["cold_tiny_s"].append(timed_render(tiny, f"cold-tiny-{i}", **off))
+        rows["warm_tiny_s"].append(timed_render(tiny, f"warm-tiny-{i}"))
+        rows["cold_formula_s"].append(timed_render(cold_formula, f"cold-formula-{i}", **off))
+        rows["warm_formula_hit_s"].append(timed_render(warm_formula, f"warm-formula-{i}"))
+    render_pool.shutdown()
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    return {**{k: stats(v) for k, v in rows.items()},
+            "startup_before_s": med["cold_tiny_s"], "startup_after_s": med["warm_tiny_s"],
+            "latex_before_s": med["cold_formula_s"] - med["cold_tiny_s"],
+            "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
+
+
+def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
         workdir: Path | None = None) -> dict:
     """All film figures as a dict (for `bench/run_all.py`)."""
     repo_on_path()
     from sweep import prefect_server
+
+    from mythloop.mythos import formula_cache
 
     load_before = loadavg()
     films, plain = [], []
@@ -156,6 +211,8 @@ def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server
             films.append(film)
             plain.append(plain_manim(Path(film["manifest"]["scene_file"]), "-a", workdir))
         rerun_result = rerun_after_failure(workdir, clock, prompt) if rerun else None
+        formulas = formula_cache.stats()
+        breakdown = startup_and_latex(workdir)
     film_s = [f["wall_s"] for f in films]
     plain_s = [p["wall_s"] for p in plain]
     renders = [_renders(f["manifest"]) for f in films]
@@ -185,6 +242,8 @@ def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server
         "rerun": rerun_result,
         "prefect_startup_s": server["startup_s"],
         "load_before": load_before, "load_after": loadavg(),
+        "formula_cache": formulas,
+        "startup_and_latex": breakdown,
     }
     result["targets"] = {
         f"film wall <= {TARGET_RATIO}x plain manim -ql of the single file":
@@ -199,7 +258,7 @@ def run(repeats: int = 2, rerun: bool = True, prompt: str = PROMPT, start_server
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-rerun", action="store_true")
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--json", type=Path)

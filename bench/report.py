@@ -219,6 +219,23 @@ def _film(part: dict) -> list[str]:
                 f"{a['cached_scenes']} | {a['model_calls']} | {_n(a['wall_s'], ' s', 1)} |",
                 f"| rerun | {b['ok']} | {b['renders']} | {b['rendered_scenes']} | "
                 f"{b['cached_scenes']} | {b['model_calls']} | {_n(b['wall_s'], ' s', 1)} |"]
+    cost = f.get("startup_and_latex")
+    if cost:  # before = cold sandbox, LaTeX in the scene; after = warm worker, cache hit
+        cache = f.get("formula_cache") or {}
+        out += ["", "Per-scene start-up and LaTeX, before (a cold sandbox per render, LaTeX "
+                    "compiled in the scene) and after (a warm worker, the formula from the "
+                    "shared cache), measured side by side: a tiny scene and a one-formula "
+                    "scene rendered both ways.", "",
+                "| figure | before | after |", "|---|---:|---:|",
+                f"| tiny scene render (start-up cost) | {_s(cost['cold_tiny_s'])} | "
+                f"{_s(cost['warm_tiny_s'])} |",
+                f"| one-formula scene render | {_s(cost['cold_formula_s'])} | "
+                f"{_s(cost['warm_formula_hit_s'])} |",
+                f"| LaTeX share (formula scene - tiny scene, medians) | "
+                f"{_n(cost['latex_before_s'], ' s', 2)} | {_n(cost['latex_after_s'], ' s', 2)} |",
+                "", f"Formula cache over the films of this run: {cache.get('compiles', 0)} "
+                    f"compile(s) ({_n(cache.get('compile_s', 0.0), ' s', 1)}), "
+                    f"{cache.get('hits', 0)} hit(s)."]
     return out
 
 

@@ -47,7 +47,7 @@ FULL = {
     "router": {},
     "scale": {"tasks": 1000, "burst_timeout": 300.0},
     "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
-    "film": {"repeats": 2, "rerun": True},
+    "film": {"repeats": 3, "rerun": True},
     "overhead": {"n": 200, "repeats": 3},
 }
 QUICK = {

@@ -23,6 +23,9 @@ from mythloop.mythos.records import (
 )
 from tasks.common import mythloop_task, run_logger_info
 
+STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold
+QUALITY_FPS = {"l": 15, "m": 30, "h": 60, "p": 60, "k": 60}  # manim's frame rates
+
 
 def _film_cache_key(context: TaskRunContext, parameters: dict) -> str:
     return f"mythloop-film-{parameters['basis']}"
@@ -69,6 +72,15 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
     rendered = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
                             out_dir=out_dir, layout=True, progress=run_logger_info())
+    if rendered.ok and not rendered.video_path and rendered.image_path:
+        # a still scene (nothing played): its PNG becomes a held frame the film can stitch
+        # (and hold longer for its narration, like any scene's last frame)
+        from mythloop.mythos.avmux import still_clip
+
+        image = Path(rendered.image_path)
+        clip = still_clip(image, STILL_SCENE_S, image.with_suffix(".mp4"),
+                          fps=QUALITY_FPS.get(quality, 15))
+        rendered = rendered.model_copy(update={"video_path": str(clip)})
     result = SceneRender(**rendered.model_dump(), cache="miss")
     if result.ok and result.video_path:
         cache.put(cache_key, Path(result.video_path),

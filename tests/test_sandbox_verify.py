@@ -90,6 +90,20 @@ REJECT = {
     "huge_alloc": _scene("x = bytearray(10**10)"),
     "huge_list": _scene("x = [0] * (1 << 40)"),
     "frame_walk": _scene("import_frame = self.f_back"),
+    "image_path_in_name": _scene("p = 'photo.png'\nImageMobject(p)"),
+    "image_name_rebound": _scene("p = np.zeros((2, 2))\np = 'photo.png'\nImageMobject(p)"),
+    "image_np_str": _scene("ImageMobject(np.str_('photo.png'))"),
+    "image_array_item": _scene("ImageMobject(np.array(['photo.png'])[0])"),
+    "image_keyword_path": _scene("ImageMobject(filename_or_array='photo.png')"),
+    "image_as_value": _scene("make = ImageMobject\nmake('photo.png')"),
+    "image_parameter": "from manim import *\n\ndef show(src):\n    return ImageMobject(src)\n",
+    "image_import_alias": "from manim import ImageMobject as Img\n" + _scene("Img('x.png')"),
+    "moving_frame_in_3d": "from manim import *\n\nclass S(ThreeDScene):\n"
+                          "    def construct(self):\n"
+                          "        self.play(self.camera.frame.animate.shift(UP))\n",
+    "moving_camera_itself": "from manim import *\n\nclass S(MovingCameraScene):\n"
+                            "    def construct(self):\n"
+                            "        self.play(self.camera.animate.shift(UP))\n",
 }
 
 
@@ -118,6 +132,24 @@ ACCEPT = {
     "black_bg_without_prompt": _scene("self.camera.background_color = BLACK"),
     "mathtex": _scene(r"self.play(Write(MathTex(r'\int_0^1 x^2\,dx = \frac{1}{3}')))"),
     "moderate_alloc": "import numpy as np\n" + _scene("g = np.zeros((200, 200))"),
+    "moving_camera_frame": "from manim import *\n\nclass S(MovingCameraScene):\n"
+                           "    def construct(self):\n"
+                           "        self.play(self.camera.frame.animate.scale(0.5))\n",
+    "moving_camera_frame_alias": "from manim import *\n\nclass Base(MovingCameraScene):\n"
+                                 "    pass\n\nclass S(Base):\n    def construct(self):\n"
+                                 "        frame = self.camera.frame\n"
+                                 "        self.play(frame.animate.shift(UP))\n",
+    "zoomed_frame": "from manim import *\n\nclass S(ZoomedScene):\n"
+                    "    def construct(self):\n"
+                    "        self.play(self.camera.frame.animate.shift(UP))\n"
+                    "        self.play(self.zoomed_camera.frame.animate.scale(2))\n",
+    "image_from_array": _scene("ImageMobject(np.uint8([[0, 100, 30, 200], [255, 0, 5, 33]]))"),
+    "image_from_named_array": _scene("px = np.zeros((4, 4, 3), dtype=np.uint8)\n"
+                                     "px[:, :, 0] = 255\nImageMobject(px).scale(2)"),
+    "image_from_rng": _scene("rng = np.random.default_rng(0)\n"
+                             "ImageMobject(rng.integers(0, 255, (4, 4, 3)).astype(np.uint8))"),
+    "image_import": "from manim import ImageMobject\nimport numpy as np\n"
+                    + _scene("ImageMobject(np.ones((2, 2)) * 255)"),
 }
 
 

@@ -135,6 +135,15 @@ def hold_last_frame(video: Path, seconds: float, out: Path, *,
                      "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
 
 
+def still_clip(image: Path, seconds: float, out: Path, *, fps: int = 15) -> Path:
+    """A SECONDS-long video of IMAGE held still (a still scene in a film), encoded like the
+    held frames above (libx264, yuv420p, FPS), so it stitches with the animated scenes."""
+    return _produce([_ffmpeg(), "-y", "-v", "error", "-loop", "1", "-framerate", str(fps),
+                     "-i", str(image), "-t", f"{seconds:.3f}", "-vf", "pad=ceil(iw/2)*2:"
+                     "ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-r", str(fps),
+                     "-an", "-f", "mp4"], out)
+
+
 def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
     """One WAV: each (clip, span) in order, the clip padded with silence to exactly `span`
     seconds (a missing clip is silence). Scene i's speech starts where scene i's picture does."""

@@ -15,6 +15,7 @@ in docs/sandbox.md.
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
 import functools
 import json
@@ -37,14 +38,15 @@ from pydantic import BaseModel, Field
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
+from mythloop.mythos import formula_cache, render_pool
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES
 
-__all__ = ["RenderLimits", "RenderResult", "render_scene", "scene_names", "QUALITIES",
-           "ProgressCallback"]
+__all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scene_names",
+           "QUALITIES", "ProgressCallback"]
 
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
@@ -64,12 +66,25 @@ _UNSHARE = [_UNSHARE_BIN, "--net", "--mount", "--pid", "--ipc", "--uts", "--fork
             "--kill-child", "--mount-proc"]
 
 
+class RenderOutput(BaseModel):
+    """What one scene of a render produced: manim's mp4, or the PNG of a still scene."""
+
+    scene: str
+    kind: str = Field(description="video | image")
+    path: str
+
+
 class RenderResult(BaseModel):
     """Outcome of one sandboxed render; `message` is the one line to show a user."""
 
     ok: bool
     kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool")
     video_path: str | None = None
+    image_path: str | None = None
+    """The PNG manim saved for a still scene (no animation played), when the last scene
+    rendered is one; `video_path` is None then."""
+    outputs: list[RenderOutput] = Field(default_factory=list)
+    """Every scene's output, in the order rendered (a file with several Scene classes)."""
     log_tail: str = ""
     returncode: int | None = None
     seconds: float = 0.0
@@ -222,20 +237,32 @@ def _sweep(token: str) -> int:
                                  signals=(signal.SIGKILL,) * 5, grace=0.2))
 
 
-def _find_video(out_dir: Path, scenes: list[str], exact: bool = False) -> Path | None:
-    """The newest mp4 for the last requested scene under OUT_DIR/media/videos (EXACT: for
-    that scene only; otherwise the newest mp4 when no file carries a scene's name)."""
-    media = out_dir / "media" / "videos"
-    candidates = [p for p in media.rglob("*.mp4") if "partial_movie_files" not in p.parts
-                  and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
-                  and p.resolve().is_relative_to(out_dir.resolve())] if media.is_dir() else []
-    for name in reversed(scenes):
-        named = [p for p in candidates if p.stem == name]
+def _media_files(out_dir: Path, sub: str, suffix: str) -> list[Path]:
+    """Regular, singly linked SUFFIX files under OUT_DIR/media/SUB (no partial movies)."""
+    media = out_dir / "media" / sub
+    if not media.is_dir():
+        return []
+    root = out_dir.resolve()
+    return [p for p in media.rglob(f"*{suffix}") if "partial_movie_files" not in p.parts
+            and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
+            and p.resolve().is_relative_to(root)]
+
+
+def _find_outputs(out_dir: Path, scenes: list[str], exact: bool = False) -> dict[str, Path]:
+    """Each requested scene's output under OUT_DIR/media: its mp4 (media/videos), else the
+    PNG manim saves for a scene that played nothing (media/images, `<Scene>_ManimCE_v*.png`).
+    Not EXACT and a single scene: the newest mp4 or PNG when no file carries its name."""
+    videos = _media_files(out_dir, "videos", ".mp4")
+    images = _media_files(out_dir, "images", ".png")
+    found: dict[str, Path] = {}
+    for name in scenes:
+        named = [p for p in videos if p.stem == name] or [
+            p for p in images if p.stem == name or p.stem.startswith(f"{name}_ManimCE_v")]
         if named:
-            return max(named, key=lambda p: p.stat().st_mtime).resolve()
-    if exact:
-        return None
-    return max(candidates, key=lambda p: p.stat().st_mtime).resolve() if candidates else None
+            found[name] = max(named, key=lambda p: p.stat().st_mtime).resolve()
+    if not found and not exact and len(scenes) == 1 and (videos or images):
+        found[scenes[0]] = max(videos or images, key=lambda p: p.stat().st_mtime).resolve()
+    return found
 
 
 def _default_out_dir(stem: str) -> Path:
@@ -308,8 +335,8 @@ def _place(src: Path, dst: Path) -> None:
     copy_file_atomic(src, dst)
 
 
-def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:
-    """Move the stage's media into WORK/media (regular files only, the video last).
+def _hand_over_media(stage: Path, work: Path, outputs: list[Path]) -> list[Path]:
+    """Move the stage's media into WORK/media (regular files only, the OUTPUTS last).
 
     Links, devices and multiply linked files the scene may have planted are left behind
     (and removed with the stage); manim's partial movie files are not kept either.
@@ -324,11 +351,11 @@ def _hand_over_media(stage: Path, work: Path, video: Path) -> Path:
                 st = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path != video:
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path not in outputs:
                 files.append(path)
-    for path in [*files, video]:
+    for path in [*files, *outputs]:
         _place(path, work / path.relative_to(stage))
-    return work / video.relative_to(stage)
+    return [work / path.relative_to(stage) for path in outputs]
 
 
 class _ProgressRelay:
@@ -478,6 +505,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                        "progress": progress is not None}
         if layout:
             spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
+        spec_worker["tex_socket"] = f"{inner}/{formula_cache.SOCKET_NAME}"
         worker_cmd = [python, "-I", "-c", worker_src, json.dumps(spec_worker)]
         isolation.append("audit hook: no writes outside DIR, no processes but latex/dvisvgm, "
                          "no sockets, no ctypes")
@@ -499,9 +527,26 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     stage_log = stage / "render.log"
     relay = _ProgressRelay(progress, stage_log, timeout)
     relay.say(f"render: starting the sandboxed manim (-q {quality}, timeout {timeout:.0f}s)")
+    warm = hooked and namespaced and drop and python == sys.executable and \
+        render_pool.warm_enabled()
+    if warm:
+        isolation.append("warm worker: manim imported once by the worker's PID 1 (root, "
+                         "runs no scene code); this render forked from it with its own "
+                         "mount/IPC namespaces, fresh tmpfs, limits and user")
+    formulas = formula_cache.serving(stage, _child_env(inner, token, env_extra)) if hooked \
+        else contextlib.nullcontext()
     try:
-        returncode, timed_out = _run(launcher, stage, _child_env(inner, token, env_extra),
-                                     stage_log, timeout, relay.poll)
+        with formulas as service:
+            if service is not None:
+                isolation.append("formula cache: LaTeX compiled outside the scene's process, "
+                                 "in a sandbox of its own, once per formula and template")
+            if warm:
+                returncode, timed_out = _run_warm(stage, spec, spec_worker, inner, token,
+                                                  env_extra, timeout, relay.poll)
+            else:
+                returncode, timed_out = _run(launcher, stage,
+                                             _child_env(inner, token, env_extra), stage_log,
+                                             timeout, relay.poll)
     finally:
         leftovers = _sweep(token)
     if leftovers:
@@ -512,19 +557,26 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     log = stage_log.read_text(encoding="utf-8", errors="replace") if stage_log.exists() else ""
     log = "\n".join(ln for ln in log.split("\n") if not ln.startswith("mythloop-progress: "))
     # manim renders the file's only scene when the one asked for is missing: not that one
-    video = _find_video(stage, scenes, exact=explicit) if returncode == 0 else None
+    found = _find_outputs(stage, scenes, exact=explicit) if returncode == 0 else {}
     kind, message = classify(
-        returncode=returncode, timed_out=timed_out, timeout=timeout, video=video is not None,
-        log=log, scene_file=name,
+        returncode=returncode, timed_out=timed_out, timeout=timeout,
+        video=bool(found) and len(found) == len(scenes), log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
         else None
-    final = _hand_over_media(stage, work, video) if kind == "ok" and video else None
+    ordered = [(scene, found[scene]) for scene in scenes if scene in found]
+    placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
+    outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
+                            path=str(dst)) for (scene, src), dst in zip(ordered, placed,
+                                                                         strict=True)]
+    last = outputs[-1] if outputs else None
     seconds = round(time.monotonic() - started, 2)
     relay.say(f"render: {'done' if kind == 'ok' else kind} after {seconds:.0f}s")
     return RenderResult(
-        ok=kind == "ok", kind=kind, video_path=str(final) if final else None,
+        ok=kind == "ok", kind=kind,
+        video_path=last.path if last and last.kind == "video" else None,
+        image_path=last.path if last and last.kind == "image" else None, outputs=outputs,
         log_tail=log[-8000:], returncode=returncode,
         seconds=seconds, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token,
@@ -541,6 +593,29 @@ def _layout_findings(record_path: Path) -> list[dict] | None:
         return [f.as_dict() for f in check_layout(record)]
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
+
+
+def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
+              env_extra: dict[str, str] | None, timeout: float,
+              poll: Callable[[], None]) -> tuple[int | None, bool]:
+    """The render through a warm worker (render_pool); a worker lost mid-render fails this
+    render alone, with a line in its log saying so."""
+    log = stage / "render.log"
+    log.touch(mode=0o644)
+    pool_spec = {k: spec[k] for k in ("namespaced", "inner", "needed", "tmp_size", "uid",
+                                      "gid")}
+    pool = render_pool.get_pool(base=stage.parent, spec=pool_spec,
+                                env=_child_env(inner, "warm-pool", None),
+                                log_dir=get_settings().state_root / "logs")
+    request = {"job": stage.name, "timeout": timeout, "limits": spec["limits"],
+               "env": _child_env(inner, token, env_extra), "worker": spec_worker}
+    try:
+        return pool.render(request, timeout, poll)
+    except render_pool.WorkerLost as exc:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"\nRenderWorkerError: {exc}; the render was lost with its worker "
+                     "(only this render fails; the worker is replaced)\n")
+        return None, False
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,

@@ -73,8 +73,8 @@ def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: 
                                   f"{last_error_line(log, scene_file) or 'out of memory'}; "
                                   "make it allocate or write less")
     if returncode == 0:
-        return "scene_error", ("manim finished but wrote no video: does the file define the "
-                               "scene class named, and does construct() play anything?")
+        return "scene_error", ("manim finished but wrote no video or image for a scene "
+                               "asked for: does the file define the scene class named?")
     error = last_error_line(log, scene_file)
     if error is None:
         tail = [ln.strip() for ln in log.splitlines() if ln.strip()]

@@ -146,16 +146,72 @@ def _report_animations() -> None:
     Scene.play = play
 
 
-def main() -> None:
-    """Install the guard, then run `manim` with the spec's arguments in this process."""
-    spec = json.loads(sys.argv[1])
-    import runpy
-
-    # manim's own import is trusted and loads ctypes (watchdog) and Cython modules;
-    # done before the hook so the hook can refuse ctypes outright afterwards.
+def prepare() -> None:
+    """Import manim (trusted) before any hook: it loads ctypes (watchdog) and Cython
+    modules, so the hook can refuse ctypes outright afterwards. A warm worker runs this
+    once, in the process it forks each render from (sandbox_init.py, serve mode)."""
     import manim.__main__  # noqa: F401
 
     del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
+
+
+def _use_formula_cache(socket_path: str) -> None:
+    """Route manim's LaTeX through the parent's formula cache (formula_cache.py).
+
+    Connected before the hook (which refuses socket.connect); afterwards each Tex/MathTex
+    sends its generated .tex text and gets back the SVG, compiled outside this process.
+    Without the socket (or for a non-default template) manim compiles as usual.
+    """
+    import socket
+
+    from manim import config
+    from manim.mobject.text import tex_mobject
+    from manim.utils import tex_file_writing as tfw
+
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(socket_path)
+    except OSError:
+        return
+    original = tfw.tex_to_svg_file
+    reader = conn.makefile("rb")
+
+    def tex_to_svg_file(expression, environment=None, tex_template=None):
+        template = tex_template if tex_template is not None else config["tex_template"]
+        tex_file = tfw.generate_tex_file(expression, environment, template)
+        svg_file = tex_file.with_suffix(".svg")
+        if svg_file.exists():
+            return svg_file
+        if template.tex_compiler != "latex" or template.output_format != ".dvi":
+            return original(expression, environment, tex_template)
+        request = {"tex": tex_file.read_text(encoding="utf-8"), "compiler": "latex",
+                   "format": ".dvi"}
+        conn.sendall((json.dumps(request) + "\n").encode())
+        reply = json.loads(reader.readline() or b"{}")
+        if "svg" in reply:
+            svg_file.write_text(reply["svg"], encoding="utf-8")
+            return svg_file
+        log = str(reply.get("log", ""))
+        if log.startswith("No such file or directory"):
+            raise FileNotFoundError(log)
+        if not log:
+            raise ValueError(f"formula cache: {reply.get('error', 'no answer')}")
+        log_file = tex_file.with_suffix(".log")
+        log_file.write_text(log, encoding="utf-8")
+        tfw.print_all_tex_errors(log_file, "latex", tex_file)
+        raise ValueError(f"latex error converting to dvi. See log output above or the log "
+                         f"file: {log_file}")
+
+    tfw.tex_to_svg_file = tex_to_svg_file
+    tex_mobject.tex_to_svg_file = tex_to_svg_file
+
+
+def run(spec: dict) -> None:
+    """Install the guard, then run `manim` with the spec's arguments in this process."""
+    import runpy
+
+    if spec.get("tex_socket"):
+        _use_formula_cache(spec["tex_socket"])
     if spec.get("progress"):
         _report_animations()
     if spec.get("layout_probe"):  # trusted source from mythloop (layout_probe.py)
@@ -166,6 +222,11 @@ def main() -> None:
     sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
     sys.argv = ["manim", *spec["manim_argv"]]
     runpy.run_module("manim", run_name="__main__", alter_sys=True)
+
+
+def main() -> None:
+    prepare()
+    run(json.loads(sys.argv[1]))
 
 
 if __name__ == "__main__":

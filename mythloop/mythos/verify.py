@@ -29,6 +29,15 @@ class VerifyResult(BaseModel):
 
 
 _REFLECTION = ("getattr", "setattr", "delattr")
+# Scenes whose camera is a MovingCamera: there `self.camera.frame` is an ordinary mobject
+# (the documented way to pan and zoom is `self.camera.frame.animate`).
+_MOVING_CAMERA_SCENES = frozenset({"MovingCameraScene", "ZoomedScene"})
+# ImageMobject takes a path or an array; only an array built in memory is allowed. These
+# names can turn numpy values back into strings (np.str_("path") is a str), so a value
+# passing through them is not an array any more.
+_NOT_ARRAY_ATTRS = frozenset({"str_", "bytes_", "unicode_", "object_", "char", "strings",
+                              "item", "tolist", "tobytes", "tostring", "decode", "format",
+                              "join", "fspath", "name", "dtype"})
 _CAMERA_RULE = ("never animate the camera (.animate on self.camera); move it with "
                 "self.move_camera(...) or self.set_camera_orientation(...)")
 _LIGHT_RULE = ("prompt art-direction lint: this prompt explicitly requires an archival/"
@@ -118,8 +127,12 @@ class _Checker(ast.NodeVisitor):
         self.problems: list[tuple[int, int, str]] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path
         self.camera_aliases: set[str] = set()
+        self.frame_aliases: set[str] = set()  # names bound to a camera's frame
         self.constants: dict[str, ast.AST] = {}
         self.light_prompt = light_prompt
+        self.moving_classes: set[str] = set()  # MovingCameraScene/ZoomedScene and subclasses
+        self.moving = False  # inside one of them
+        self.bindings: dict[str, list[ast.AST | None]] = {}  # name -> assigned values
 
     def flag(self, node: ast.AST, reason: str) -> None:
         self.problems.append((getattr(node, "lineno", 1), getattr(node, "col_offset", 0), reason))
@@ -170,7 +183,10 @@ class _Checker(ast.NodeVisitor):
                 continue
             full = f"{module}.{alias.name}"
             problem = self._module_problem(full)
-            if problem is None and alias.name in P.ASSET_CALLS:
+            if alias.name == "ImageMobject" and module == "manim" and alias.asname in (
+                    None, "ImageMobject"):
+                pass  # each use is checked: built from an array in memory only
+            elif problem is None and alias.name in P.ASSET_CALLS:
                 problem = f"'{alias.name}' loads external files; the charter forbids assets"
             if problem:
                 self.flag(node, problem)
@@ -191,13 +207,72 @@ class _Checker(ast.NodeVisitor):
             self.flag(node, f"'{node.id}' loads external files or writes outside the render; "
                             "the charter forbids assets and file I/O")
 
-    def _is_camera(self, node: ast.AST) -> bool:
+    def _camera_ref(self, node: ast.AST) -> str | None:
+        """'camera' when NODE is (an alias of) the scene's camera, 'frame' for its frame."""
         root, names = _chain(node)
-        if isinstance(root, ast.Name) and root.id in self.camera_aliases:
-            return True
-        if isinstance(root, ast.Name) and root.id == "self":
-            return names[:1] == ["camera"] or names[:2] == ["renderer", "camera"]
+        if not isinstance(root, ast.Name):
+            return None
+        if root.id in self.frame_aliases:
+            return "frame"
+        if root.id in self.camera_aliases:
+            rest = names
+        elif root.id == "self" and names[:1] == ["camera"]:
+            rest = names[1:]
+        elif root.id == "self" and names[:2] == ["renderer", "camera"]:
+            rest = names[2:]
+        else:
+            return None
+        return "frame" if rest[:1] == ["frame"] else "camera"
+
+    def _is_camera(self, node: ast.AST) -> bool:
+        """True for the camera itself, and for its frame outside moving-camera scenes."""
+        ref = self._camera_ref(node)
+        return ref == "camera" or (ref == "frame" and not self.moving)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        outer = self.moving
+        self.moving = node.name in self.moving_classes
+        self.generic_visit(node)
+        self.moving = outer
+
+    # --- images built in memory -------------------------------------------
+    def _is_array(self, node: ast.AST, depth: int = 0) -> bool:
+        """True when NODE is surely a numpy array (or numbers) built in memory, never a
+        string: a numpy call, a method of an array, arithmetic on arrays, a literal list of
+        numbers, or a name every binding of which is one of these."""
+        if depth > 8:
+            return False
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return bool(node.elts) and all(self._is_array(e, depth + 1) for e in node.elts)
+        if isinstance(node, ast.BinOp):
+            return self._is_array(node.left, depth + 1) and self._is_array(node.right, depth + 1)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_array(node.operand, depth + 1)
+        if isinstance(node, ast.Name):
+            values = self.bindings.get(node.id)
+            return bool(values) and all(v is not None and self._is_array(v, depth + 1)
+                                        for v in values)
+        if isinstance(node, ast.Attribute):  # np.uint8 as a dtype, arr.T
+            return node.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node, depth)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node.func, depth)
         return False
+
+    def _is_numpy(self, node: ast.Attribute, depth: int) -> bool:
+        root, names = _chain(node)
+        if any(n in _NOT_ARRAY_ATTRS or n.startswith("_") for n in names):
+            return False
+        if isinstance(root, ast.Name) and self.aliases.get(root.id, "").split(".")[0] == "numpy":
+            return True
+        return self._is_array(node.value, depth + 1)
+
+    def _image_source(self, node: ast.Call) -> ast.AST | None:
+        """The path-or-array argument of an ImageMobject(...) call."""
+        if node.args:
+            return node.args[0]
+        return next((k.value for k in node.keywords if k.arg == "filename_or_array"), None)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -257,6 +332,16 @@ class _Checker(ast.NodeVisitor):
         name = func.id if isinstance(func, ast.Name) else (
             func.attr if isinstance(func, ast.Attribute) else None)
         self._check_size(node, name)
+        if isinstance(func, ast.Name) and func.id == "ImageMobject" and \
+                func.id not in self.bindings:
+            source = self._image_source(node)
+            if source is not None and self._is_array(source):
+                for child in (*node.args, *(k.value for k in node.keywords)):
+                    self.visit(child)  # an image built from an array in memory reads no file
+                return
+            self.flag(node, "ImageMobject may only show an array built in memory "
+                            "(ImageMobject(np.uint8(...))); loading image files is not allowed")
+            return
         if name in _REFLECTION and isinstance(func, ast.Name):
             self._check_reflection(node, name)
         if name == "Code" and (node.args or any(k.arg in ("file_name", "code_file")
@@ -300,8 +385,11 @@ class _Checker(ast.NodeVisitor):
 
     def _bind(self, target: ast.AST, value: ast.AST) -> None:
         if isinstance(target, ast.Name):
-            if self._is_camera(value):
+            ref = self._camera_ref(value)
+            if ref == "camera":
                 self.camera_aliases.add(target.id)
+            elif ref == "frame":
+                self.frame_aliases.add(target.id)
             self.constants[target.id] = value
             upper = target.id.upper()
             if ("BG" in upper or "BACKGROUND" in upper) and self._is_dark(value):
@@ -364,6 +452,45 @@ class _Checker(ast.NodeVisitor):
         self.flag(node, _LIGHT_RULE)
 
 
+def _base_names(cls: ast.ClassDef) -> list[str]:
+    return [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases]
+
+
+def _collect_bindings(tree: ast.AST, checker: _Checker) -> None:
+    """Moving-camera scene classes, and every value each name is bound to (None for a
+    binding whose value is not a plain assignment: a loop target, a parameter, an import)."""
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    for _ in range(len(classes) + 1):
+        for cls in classes:
+            if any(b in _MOVING_CAMERA_SCENES or b in checker.moving_classes
+                   for b in _base_names(cls)):
+                checker.moving_classes.add(cls.name)
+    plain: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    checker.bindings.setdefault(target.id, []).append(node.value)
+                    plain.add(id(target))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                and id(node) not in plain:
+            checker.bindings.setdefault(node.id, []).append(None)
+        elif isinstance(node, ast.arg):
+            checker.bindings.setdefault(node.arg, []).append(None)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            checker.bindings.setdefault(node.name, []).append(None)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                manim_image = (isinstance(node, ast.ImportFrom) and node.module == "manim"
+                               and alias.name == "ImageMobject"
+                               and alias.asname in (None, "ImageMobject"))
+                if alias.name != "*" and not manim_image:
+                    name = (alias.asname or alias.name).split(".")[0]
+                    checker.bindings.setdefault(name, []).append(None)
+
+
 def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
     """Statically check scene code; on rejection give the first problem and its line."""
     try:
@@ -379,8 +506,12 @@ def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
     for _ in range(3):  # aliases of aliases: cam = self.camera; frame = cam.frame
         for node in assigns:
             checker.constants.setdefault(node.targets[0].id, node.value)
-            if checker._is_camera(node.value):
+            ref = checker._camera_ref(node.value)
+            if ref == "camera":
                 checker.camera_aliases.add(node.targets[0].id)
+            elif ref == "frame":
+                checker.frame_aliases.add(node.targets[0].id)
+    _collect_bindings(tree, checker)
     try:
         checker.visit(tree)
     except RecursionError:

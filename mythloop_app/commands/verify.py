@@ -37,7 +37,8 @@ def verify(
 
 def render(
     file: Path = typer.Argument(..., help="Scene file (Python) to render."),
-    scene: str | None = typer.Option(None, "--scene", help="Scene class (default: the file's)."),
+    scene: str | None = typer.Option(None, "--scene", help="Scene class to render (default: "
+                                     "every Scene class of the file, as manim -a)."),
     quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l (480p15), m, h, p or k (4K)."),
     timeout: float | None = typer.Option(None, "--timeout", min=1, help="Seconds before the "
                                          "render is killed (default: M2M_RENDER_TIMEOUT)."),
@@ -45,7 +46,8 @@ def render(
                                     "(default: a fresh folder under the state dir)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
 ) -> None:
-    """Render a scene in the sandbox; print the mp4 path, or one line saying what went wrong.
+    """Render a file's scenes in the sandbox; print each output's path (an mp4, or
+    `image: PATH` for a still scene), or one line saying what went wrong.
 
     While it runs, progress lines go to stderr (one per animation); stdout holds the result.
     """
@@ -81,7 +83,8 @@ def render(
         typer.echo(f"error: cannot use the render dir: {exc}", err=True)
         raise typer.Exit(2) from None
     if result.ok:
-        typer.echo(result.video_path)
+        for output in result.outputs:
+            typer.echo(output.path if output.kind == "video" else f"image: {output.path}")
         return
     log = f" [log: {result.log_path}]" if result.log_path else ""
     typer.echo(f"render failed ({result.kind}): {result.message}{log}")

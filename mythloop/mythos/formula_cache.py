@@ -1,0 +1,282 @@
+"""The shared formula cache: each distinct LaTeX formula compiled once, for every scene and film.
+
+Manim turns each Tex/MathTex into a complete .tex file (template + expression) and runs
+latex and dvisvgm on it. Inside the render sandbox, the scene's process does not do that any
+more: sandbox_worker.py asks this process, over a Unix socket in the render's staging dir,
+for the SVG of the .tex text it generated. Here the answer is
+
+- the cached SVG, when `key = sha256(tex text, compiler, output format, tool versions)` is
+  in `<state>/formula-cache/`, or
+- a fresh compile of exactly that text in a sandbox of its own (namespaces, `nobody`, a fresh
+  staging dir holding only the .tex, no scene code at all), stored under that key.
+
+So an entry is only ever written by this process, from a compile it ran itself on the text
+the key is computed from: a scene can send any text (it only gets that text's true SVG),
+but it cannot put anything under a key, nor read another render's files. The threat and
+the answer are in docs/sandbox.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from mythloop import procs
+from mythloop.fileio import write_text_atomic
+
+__all__ = ["FormulaService", "serving", "cache_dir", "tex_environment", "stats"]
+
+SOCKET_NAME = "tex.sock"
+MAX_REQUEST = 256 << 10  # bytes of one request line (a .tex file is a few KB)
+MAX_SVG = 8 << 20
+MAX_CONNECTIONS = 4  # per render
+COMPILE_TIMEOUT = 90.0
+_KEY_LOCKS: dict[str, threading.Lock] = {}
+_KEY_LOCKS_GUARD = threading.Lock()
+_STATS = {"hits": 0, "compiles": 0, "compile_s": 0.0, "errors": 0}
+_STATS_LOCK = threading.Lock()
+
+# Runs inside the compile sandbox (as `nobody`, in the staging dir holding formula.tex):
+# manim's own two commands, for the default template (latex -> dvi -> dvisvgm).
+_COMPILE_SCRIPT = r"""
+import subprocess, sys
+def run(argv):
+    try:
+        return subprocess.run(argv, stdout=subprocess.DEVNULL).returncode
+    except FileNotFoundError:
+        print(f"No such file or directory: '{argv[0]}'", flush=True)
+        sys.exit(5)
+if run(["latex", "-interaction=batchmode", "-output-format=dvi", "-halt-on-error",
+        "-output-directory=.", "formula.tex"]):
+    sys.exit(3)
+sys.exit(4 if run(["dvisvgm", "--page=1", "--no-fonts", "--verbosity=0",
+                   "--output=formula.svg", "formula.dvi"]) else 0)
+"""
+
+
+def cache_dir() -> Path:
+    from mythloop.settings import get_settings
+
+    return get_settings().state_root / "formula-cache"
+
+
+def stats() -> dict:
+    """Hits, compiles and compile seconds of this process so far (bench, tests)."""
+    with _STATS_LOCK:
+        return dict(_STATS)
+
+
+def tex_environment(env: dict[str, str]) -> dict[str, str]:
+    """THE one place the environment of the sandbox's TeX runs is built (latex, dvisvgm).
+
+    TeX file-access hardening (openin_any/openout_any = p and the like) belongs here, so
+    that every TeX run of the formula cache gets it."""
+    return dict(env)
+
+
+@functools.cache
+def _tool_versions(path: str) -> str:
+    """First line of `latex --version` and `dvisvgm --version` on PATH (part of the key)."""
+    lines = []
+    for tool in ("latex", "dvisvgm"):
+        exe = shutil.which(tool, path=path)
+        if exe is None:
+            lines.append(f"{tool}: missing")
+            continue
+        try:
+            out = procs.run([exe, "--version"], timeout=30).stdout
+        except (OSError, Exception):  # noqa: BLE001 - an unknown version is still a key part
+            out = ""
+        lines.append(f"{tool}: {exe}: {out.strip().splitlines()[0] if out.strip() else '?'}")
+    return "\n".join(lines)
+
+
+def _key(tex: str, compiler: str, fmt: str, versions: str) -> str:
+    blob = json.dumps([tex, compiler, fmt, versions], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _lock_for(key: str) -> threading.Lock:
+    with _KEY_LOCKS_GUARD:
+        return _KEY_LOCKS.setdefault(key, threading.Lock())
+
+
+def _read_svg(path: Path) -> str | None:
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SVG:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class FormulaService:
+    """Answers one render's formula requests on STAGE/tex.sock while the render runs."""
+
+    def __init__(self, stage: Path, env: dict[str, str], *, cache: Path | None = None) -> None:
+        self.stage, self.env = stage, tex_environment(env)
+        self.cache = cache or cache_dir()
+        self.versions = _tool_versions(self.env.get("PATH", ""))
+        self.path = stage / SOCKET_NAME
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        os.chmod(self.path, 0o666)  # the scene's user connects (any request is untrusted)
+        self.sock.listen(MAX_CONNECTIONS)
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.acceptor = threading.Thread(target=self._accept, daemon=True,
+                                         name="formula-cache")
+        self.acceptor.start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if len(self.threads) >= MAX_CONNECTIONS:
+                conn.close()
+                continue
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        pending = b""
+        conn.settimeout(0.5)
+        with conn:
+            while not self.stop.is_set():
+                try:
+                    chunk = conn.recv(65536)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                pending += chunk
+                if len(pending) > MAX_REQUEST and b"\n" not in pending:
+                    return
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    try:
+                        reply = self.answer(json.loads(line))
+                    except (ValueError, TypeError, KeyError) as exc:
+                        reply = {"error": f"bad request: {exc}"[:300]}
+                    try:
+                        conn.sendall((json.dumps(reply) + "\n").encode())
+                    except OSError:
+                        return
+
+    def answer(self, request: dict) -> dict:
+        """{'svg': text} or {'error': ..., 'log': TeX log tail} for one .tex text."""
+        tex, compiler, fmt = request["tex"], request["compiler"], request["format"]
+        if not (isinstance(tex, str) and compiler == "latex" and fmt == ".dvi"):
+            return {"error": "only the default latex -> dvi template is served"}
+        key = _key(tex, compiler, fmt, self.versions)
+        entry = self.cache / key[:2] / f"{key}.svg"
+        with _lock_for(key):  # scenes compiling one formula at once: one compile
+            svg = _read_svg(entry)
+            if svg is not None:
+                with _STATS_LOCK:
+                    _STATS["hits"] += 1
+                return {"svg": svg, "cache": "hit"}
+            svg, log = self._compile(tex)
+            if svg is None:
+                with _STATS_LOCK:
+                    _STATS["errors"] += 1
+                return {"error": "latex failed", "log": log}
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(entry, svg)
+            return {"svg": svg, "cache": "miss"}
+
+    def _compile(self, tex: str) -> tuple[str | None, str]:
+        """Compile TEX in a sandbox of its own; (svg text or None, log tail)."""
+        import time
+
+        from mythloop.mythos import render as R
+
+        started = time.monotonic()
+        namespaced = R._namespaces_work()
+        stage = R._make_stage(namespaced)
+        try:
+            (stage / "formula.tex").write_text(tex, encoding="utf-8")
+            uid, gid = R._nobody()
+            drop = os.geteuid() == 0 and namespaced
+            if drop:
+                os.chown(stage, uid, gid)
+            inner = R.INNER_DIR if namespaced else str(stage)
+            python = sys.executable
+            spec = {"namespaced": namespaced, "workdir_real": str(stage), "inner": inner,
+                    "needed": R._needed_paths(python), "tmp_size": "64m",
+                    "uid": uid if drop else None, "gid": gid if drop else None,
+                    "worker_cmd": [python, "-I", "-c", _COMPILE_SCRIPT],
+                    "limits": {"AS": 2 << 30, "CPU": [60, 65], "FSIZE": 64 << 20, "CORE": 0,
+                               "NOFILE": 256, **({"NPROC": 64} if drop else {})}}
+            launcher = [sys.executable, "-I", str(R._HERE / "sandbox_init.py"),
+                        json.dumps(spec)]
+            if namespaced:
+                launcher = [*R._UNSHARE, "--", *launcher]
+            env = {**self.env, "HOME": f"{inner}", "TMPDIR": f"{inner}"}
+            out = stage.parent / f"{stage.name}.out"
+            try:
+                code, timed_out = R._run(launcher, stage, env, out, COMPILE_TIMEOUT)
+                said = (_read_svg(out) or "")[-2000:]
+            finally:
+                out.unlink(missing_ok=True)
+            svg = _read_svg(stage / "formula.svg") if code == 0 and not timed_out else None
+            log = ""
+            if svg is None:
+                log = (_read_svg(stage / "formula.log") or "")[-6000:] if code == 3 else ""
+                log = log or said or f"the formula compile ended with code {code}" + (
+                    " (timed out)" if timed_out else "")
+            return svg, log
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+            with _STATS_LOCK:
+                _STATS["compiles"] += 1
+                _STATS["compile_s"] += time.monotonic() - started
+
+    def close(self) -> None:
+        self.stop.set()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.acceptor.join(2)
+        for thread in self.threads:
+            thread.join(2)
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def serving(stage: Path, env: dict[str, str]) -> Iterator[FormulaService | None]:
+    """A FormulaService for the render in STAGE, or None when one cannot be made (the
+    render then compiles its formulas itself, as before)."""
+    if os.environ.get("MYTHLOOP_FORMULA_CACHE", "").strip() == "0":
+        yield None
+        return
+    try:
+        service = FormulaService(stage, env)
+    except OSError:
+        yield None
+        return
+    try:
+        yield service
+    finally:
+        service.close()
