@@ -66,9 +66,11 @@ def film(
                               voice=voice, burn_subtitles=burn_subtitles,
                               layout_repair=layout_repair)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        typer.echo(f"error: {problems}", err=True)
+        from mythloop.checks import plain_errors
+
+        typer.echo(f"error: {plain_errors(exc, _LABELS)}", err=True)
         raise typer.Exit(2) from None
+    _check_before_prefect(request)
     if request.voice and request.render:
         from mythloop.mythos.tts import TTSError, get_engine
 
@@ -97,6 +99,26 @@ def film(
         typer.echo("video:   (not rendered; pass --render)")
     typer.echo(f"backend: {backend_label(request)}")
     typer.echo(ui_hint())
+
+
+_LABELS = {"prompt": "the prompt", "quality": "-q/--quality", "backend": "--backend",
+           "fallbacks": "--fallback", "stage_timeout": "--timeout"}
+
+
+def _check_before_prefect(request) -> None:
+    """The runs dir and the replay recording, checked before any server starts (exit 2)."""
+    from mythloop.checks import dir_problem, replay_problem
+    from mythloop.settings import get_settings
+
+    runs_root = request.runs_dir or get_settings().resolved_runs_dir
+    problem = dir_problem(runs_root, "runs dir") or dir_problem(runs_root / "mythos", "runs dir")
+    if problem:
+        problem += "; pass another --runs-dir (or M2M_RUNS_DIR)"
+    elif request.backend == "replay":
+        problem = replay_problem(request.prompt)
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
 
 
 def backend_label(request) -> str:

@@ -176,6 +176,12 @@ def serve(
     from mythloop.settings import get_settings
 
     settings = get_settings()
+    from mythloop.checks import cron_problem
+
+    problem = cron_problem(cron or settings.schedule_cron, timezone or settings.timezone)
+    if problem:  # checked here, before looking for (or waiting on) a server
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     api_url = _find_server(wait)
     if not api_url:
         given = os.environ.get("PREFECT_API_URL")

@@ -25,9 +25,15 @@ def verify(
                                       "art-direction lint (light paper + no black)."),
 ) -> None:
     """Statically check a generated scene; exit 1 with FILE:LINE: reason when rejected."""
+    from mythloop.mythos.render import scene_names
     from mythloop.mythos.verify import verify_scene
 
-    result = verify_scene(_read(file), prompt=prompt)
+    code = _read(file)
+    result = verify_scene(code, prompt=prompt)
+    if result.ok and not scene_names(code):  # render would say the same, much later
+        typer.echo(f"{file}:1: defines no Scene subclass (a class deriving from Scene with a "
+                   "construct method); there is nothing to render")
+        raise typer.Exit(1)
     if result.ok:
         typer.echo(f"ok: {file} passed verify")
         return
