@@ -40,6 +40,7 @@ from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
+from mythloop.mythos.tex_policy import tex_env
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES
 
@@ -181,7 +182,8 @@ def _python_for(manim_cmd: list[str]) -> str | None:
 
 
 def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict[str, str]:
-    """Only PATH, LANG and dirs inside the render dir; never anything secret-looking."""
+    """Only PATH, LANG and dirs inside the render dir; never anything secret-looking; TeX's
+    paranoid file access (tex_policy.tex_env), which env_extra cannot override."""
     path = ":".join(p for p in os.environ.get("PATH", "/usr/bin:/bin").split(":")
                     if p.startswith("/"))
     env = {
@@ -196,9 +198,12 @@ def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict
         "COLUMNS": "100",
         "MYTHLOOP_RENDER_ID": token,
     }
+    pinned = tex_env(inner)
     for key, value in (env_extra or {}).items():
-        if not _SECRET_NAME.search(key):
+        if not _SECRET_NAME.search(key) and not any(
+                key.split(".", 1)[0] == name or key.startswith(name + "_") for name in pinned):
             env[key] = value
+    env.update(pinned)  # last: TeX reads and writes only the render dir
     return env
 
 
@@ -475,7 +480,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if hooked:
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
         spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv,
-                       "progress": progress is not None}
+                       "progress": progress is not None, "tex_env": tex_env(inner)}
         if layout:
             spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
         worker_cmd = [python, "-I", "-c", worker_src, json.dumps(spec_worker)]
