@@ -136,7 +136,7 @@ def sweep(
     if checked.catalog.issues:
         typer.echo(f"note: {len(checked.catalog.issues)} invalid SKILL.md left out of the pool; "
                    "listed in sweep.json and the report's Data issues (--strict stops on them)")
-    typer.echo(f"judge:   {judge_label(config)}")
+    typer.echo(f"judge:   {judge_label(config, levels if len(levels) > 1 else None)}")
     typer.echo(ui_hint())
 
 
