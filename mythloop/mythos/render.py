@@ -69,7 +69,8 @@ class RenderResult(BaseModel):
     """Outcome of one sandboxed render; `message` is the one line to show a user."""
 
     ok: bool
-    kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool")
+    kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool "
+                                  "| interrupted")
     video_path: str | None = None
     log_tail: str = ""
     returncode: int | None = None
@@ -523,6 +524,9 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
+    if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
+        kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
+                                        "finished; not a scene error: rerun to render it")
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
         else None
     final = _hand_over_media(stage, work, video) if kind == "ok" and video else None

@@ -9,7 +9,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["flow_runtime", "ui_hint", "resume_command"]
+__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and kill / systemd / docker stop
 
 _TEMPORARY_APIS: set[str] = set()  # API URLs of the temporary servers this process ran
 
@@ -27,10 +29,12 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
       same database as `mythloop server`; flow heartbeats (crash detection for long-lived
       servers) are turned off there, as each flow would otherwise wait ~1 s at exit for
       its heartbeat thread. It is drained, then stopped when the block ends.
-    - Ctrl-C: the flow engine reports the runs under way as Crashed; then this prints one
-      line (`interrupted; rerun the same command to resume: <resume>`), ends the command's
-      child processes, lets the server record the crash and stops it, and exits with 130.
-      A second Ctrl-C stops everything at once. For a command that runs until Ctrl-C
+    - Ctrl-C or SIGTERM (the same path): the flow engine reports the runs under way as
+      Crashed; then this prints one line (`interrupted; rerun the same command to resume:
+      <resume>`), ends the command's child processes (sandboxed renders and their sessions
+      included; a render ended so reports `interrupted`), lets the server record the crash
+      and stops it, and exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+      A second signal stops everything at once. For a command that runs until Ctrl-C
       (`serve`), `stopped` is the line printed instead, and the exit code is 0.
     """
     from mythloop_app.discovery import local_server_url
@@ -46,7 +50,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
 
     import typer
 
-    state = {"server": None, "interrupted": False}
+    from mythloop.procs import STOPPING
+
+    state = {"server": None, "interrupted": False, "code": 130}
 
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
         from mythloop.procs import kill_descendants
@@ -54,13 +60,16 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
         if state["server"] is not None:
             state["server"].stop(grace=0.0)
         kill_descendants(grace=0.5)
-        os._exit(130)
+        os._exit(state["code"])
 
     def on_interrupt(signum, frame):
         if state["interrupted"]:
             return
         state["interrupted"] = True
-        signal.signal(signal.SIGINT, hard_stop)
+        state["code"] = 128 + signum
+        STOPPING.set()  # children that end from here on were stopped, not broken
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, hard_stop)
         if not verbose:  # the one line below says it; Prefect's "Crash detected!" need not
             _quiet_console()
         raise KeyboardInterrupt
@@ -75,7 +84,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             typer.echo("interrupted; rerun the same command to resume: "
                        f"{resume or resume_command()}", err=True)
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS}
+    if not verbose:
+        import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
+    quieted = None if verbose else _hide_termination_crash_lines()
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -84,10 +96,11 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
                 yield
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, _termination_signal()):
                 # The flow engine has reported the runs under way as Crashed by now.
                 state["interrupted"] = True
-                raise typer.Exit(130) from None
+                STOPPING.set()
+                raise typer.Exit(state["code"]) from None
             finally:
                 if state["interrupted"]:  # what the flows started goes before the server
                     say_interrupted()
@@ -96,7 +109,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                     server = state["server"]
                     kill_descendants(spare=[server.pgid] if server and server.pgid else [])
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if quieted is not None:
+            quieted()
         if state["interrupted"]:
             say_interrupted()  # if Ctrl-C came while the server was being drained
             if state["server"] is not None:
@@ -106,7 +122,71 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
-            os._exit(0 if stopped else 130)
+            os._exit(0 if stopped else state["code"])
+
+
+def _termination_signal() -> type[BaseException]:
+    """Prefect's TerminationSignal: its SIGTERM bridge raises it inside a flow run, reports
+    the run Crashed, then hands SIGTERM back to this module's handler."""
+    from prefect.exceptions import TerminationSignal
+
+    return TerminationSignal
+
+
+class _NoTerminationCrash:
+    """Console filter: drops Prefect's "Crash detected! Execution was aborted (interrupted)
+    by a termination signal", logged by its SIGTERM bridge before this module's handler runs
+    and quiets the console; the one `interrupted; ...` line says it. The API still gets it."""
+
+    def filter(self, record) -> bool:
+        return "by a termination signal" not in str(record.getMessage())
+
+
+def _hide_termination_crash_lines():
+    """Add the filter to every console handler; returns the function that removes it."""
+    import logging
+
+    flt = _NoTerminationCrash()
+    handlers = [h for logger in [logging.getLogger(), *(
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger))]
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    for handler in handlers:
+        handler.addFilter(flt)
+
+    def remove() -> None:
+        for handler in handlers:
+            handler.removeFilter(flt)
+    return remove
+
+
+@contextlib.contextmanager
+def stop_signals(resume: str) -> Iterator[None]:
+    """For a command without flows (`render`): SIGTERM and Ctrl-C raise KeyboardInterrupt
+    (so what runs ends its child sessions on the way out), then one line
+    `interrupted; rerun the same command to resume: <resume>` and exit 128 + the signal."""
+    import typer
+
+    from mythloop.procs import STOPPING
+
+    got: dict[str, int] = {}
+
+    def handler(signum, frame):
+        if got:
+            return
+        got["code"] = 128 + signum
+        STOPPING.set()
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; rerun the same command to resume: {resume}", err=True)
+        raise typer.Exit(got.get("code", 130)) from None
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:

@@ -80,9 +80,12 @@ def render(
     def progress(line: str) -> None:
         typer.echo(line, err=True)
 
-    try:
-        result = render_scene(file, scene=scene, quality=quality, timeout=timeout, out_dir=out,
-                              progress=None if quiet else progress)
+    from mythloop_app.commands.runtime import resume_command, stop_signals
+
+    try:  # SIGTERM is Ctrl-C: the sandboxed render and its sessions end with this command
+        with stop_signals(resume_command()):
+            result = render_scene(file, scene=scene, quality=quality, timeout=timeout,
+                                  out_dir=out, progress=None if quiet else progress)
     except OSError as exc:
         typer.echo(f"error: cannot use the render dir: {exc}", err=True)
         raise typer.Exit(2) from None
