@@ -95,6 +95,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
 
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
+                watch = _ServerWatch(state, verbose=verbose,
+                                     resume=None if stopped else (resume or resume_command()))
+                stack.callback(watch.stop)  # runs before the server is drained and stopped
+                watch.start(PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"))
                 yield
             except (KeyboardInterrupt, _termination_signal()):
                 # The flow engine has reported the runs under way as Crashed by now.
@@ -123,6 +127,81 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                 sys.stdout.flush()
                 sys.stderr.flush()
             os._exit(0 if stopped else state["code"])
+
+
+SERVER_GONE_EXIT = 3  # the Prefect API went away mid-run (1: the run failed, 2: bad input)
+_WATCH_EVERY_S = 0.5  # how often the temporary server's process is looked at
+_HEALTH_EVERY_S = 3.0  # how often another server's /health is asked
+_HEALTH_MISSES = 6  # consecutive unanswered health checks (18-42 s) before giving up
+
+
+class _ServerWatch:
+    """Watches the Prefect API a command runs against; when it goes away mid-run (the
+    temporary server killed, `mythloop server` stopped, its database down), prints one line
+    saying what died and how to resume, ends this command's child processes (sandboxed
+    renders included) and exits with SERVER_GONE_EXIT, instead of tracebacks and a hang
+    while Prefect's client retries."""
+
+    def __init__(self, state: dict, *, verbose: bool, resume: str | None) -> None:
+        import threading
+
+        self.state, self.verbose, self.resume = state, verbose, resume
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, api_url: str | None) -> None:
+        import threading
+
+        if not api_url:
+            return
+        self.thread = threading.Thread(target=self._run, args=(api_url,), daemon=True,
+                                       name="mythloop-server-watch")
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+
+    def _run(self, api_url: str) -> None:
+        server = self.state.get("server")
+        if server is not None and server.proc is not None:  # our own temporary server
+            while not self.done.wait(_WATCH_EVERY_S):
+                code = server.proc.poll()
+                if code is not None:
+                    how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                    self._gone(f"the temporary Prefect server (pid {server.proc.pid}) {how} "
+                               f"mid-run; its log: {server.log_path}")
+                    return
+            return
+        from mythloop.procs import http_ok
+
+        misses = 0
+        while not self.done.wait(_HEALTH_EVERY_S):
+            misses = 0 if http_ok(f"{api_url}/health", timeout=4.0) else misses + 1
+            if misses >= _HEALTH_MISSES and not self.done.is_set():
+                self._gone(f"the Prefect server at {api_url} stopped answering mid-run "
+                           "(stopped, or its database is down); start it again")
+                return
+
+    def _gone(self, what: str) -> None:
+        if self.done.is_set() or self.state.get("interrupted"):
+            return
+        import typer
+
+        from mythloop.procs import STOPPING, kill_descendants
+
+        self.state["gone"] = True
+        STOPPING.set()
+        if not self.verbose:
+            _quiet_console()  # Prefect's client errors about the lost API add nothing
+        hint = (f", then rerun the same command to resume: {self.resume}" if self.resume
+                else ", then start this command again")
+        with contextlib.suppress(Exception):
+            typer.echo(f"error: {what}{hint}", err=True)
+        kill_descendants(grace=1.0)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(SERVER_GONE_EXIT)
 
 
 def _termination_signal() -> type[BaseException]:
