@@ -186,3 +186,30 @@ def test_the_mythloop_script_is_this_checkout():
                             "print(mythloop_app.__file__)"], capture_output=True, text=True)
     assert Path(probe.stdout.strip()).resolve().is_relative_to(
         Path(__file__).resolve().parents[1])
+
+
+def test_sigterm_stops_serve_then_the_server(tmp_path):
+    state = tmp_path / "state"
+    server = _start(["server"], state, "server")
+    serve = None
+    try:
+        record = state / "server.json"
+        _wait_for("mythloop server", lambda: record.exists(), server, timeout=300)
+        serve = _start(["serve"], state, "serve")
+        _wait_for("serving", lambda: "Ctrl-C stops serving" in _text(state, "serve", "out"),
+                  serve, timeout=300)
+        code = _sigterm(serve)
+        assert code == 0, _text(state, "serve", "err")[-3000:]
+        assert _text(state, "serve", "out").splitlines()[-1] == "stopped serving"
+        assert "Traceback" not in _text(state, "serve", "err")
+        assert server.poll() is None
+        code = _sigterm(server)
+        assert code == 0, _text(state, "server", "err")[-3000:]
+        assert "Prefect server stopped." in _text(state, "server", "out")
+        assert not record.exists()
+        _no_process_left(state)
+    finally:
+        for proc in (serve, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        _kill_leftovers(state)

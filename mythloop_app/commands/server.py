@@ -209,6 +209,9 @@ def serve(
         finally:
             if preview is not None:
                 preview.stop()
+        # serve_all returns when Prefect's runner took a SIGTERM (it handles that signal
+        # itself, cancelling what it runs): the same line as Ctrl-C's
+        typer.echo("stopped serving")
 
 
 def _start_preview(api_url: str, port: int | None):
