@@ -216,3 +216,18 @@ def test_cron_that_prefect_refuses_fails_the_local_check(cron):
     with pytest.raises(ValueError):
         validate_cron_string(cron)
     assert "is not a valid cron expression" in cron_problem(cron, "UTC")
+
+
+def test_film_resume_of_a_folder_that_holds_no_film(tmp_path):
+    empty = tmp_path / "not-a-film"
+    empty.mkdir()
+    refused(tmp_path, "film", "the heat equation", "--runs-dir", tmp_path / "runs", "--resume",
+            empty, names=(f"--resume {empty} holds no film",))
+
+
+def test_film_resume_of_another_prompts_film(tmp_path):
+    other = tmp_path / "other-film"
+    other.mkdir()
+    (other / "manifest.json").write_text('{"prompt": "fourier series"}', encoding="utf-8")
+    refused(tmp_path, "film", "the heat equation", "--runs-dir", tmp_path / "runs", "--resume",
+            other, names=("is the film of 'fourier series', not of 'the heat equation'",))

@@ -25,6 +25,7 @@ from test_interrupts import (
     SWEEP,
     _alive,
     _descendants,
+    _env,
     _kill_leftovers,
     _no_process_left,
     _run_states,
@@ -136,7 +137,9 @@ def test_sigterm_mid_film_render_leaves_nothing_running(tmp_path):
         assert code == 143, err[-3000:]
         assert "Traceback" not in err and "Crash detected" not in err, err[-3000:]
         lines = [line for line in err.splitlines() if line.strip()]
-        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args])], err[-3000:]
+        (run_dir,) = (tmp_path / "runs" / "mythos").iterdir()
+        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args, "--resume",
+                                                     str(run_dir)])], err[-3000:]
         _no_process_left(state)
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # the render too
         assert _run_states(state, "flow_run") == ["CRASHED"]
@@ -147,6 +150,15 @@ def test_sigterm_mid_film_render_leaves_nothing_running(tmp_path):
         if proc.poll() is None:
             proc.kill()
         _kill_leftovers(state)
+
+    # the resume line continues the film in the same run dir
+    rerun = subprocess.run([EXE, *shlex.split(lines[0][len(RESUME_PREFIX):])[1:]],
+                           env=_env(state), capture_output=True, text=True, timeout=1800)
+    _kill_leftovers(state)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"run dir: {run_dir}" in rerun.stdout
+    assert list((tmp_path / "runs" / "mythos").iterdir()) == [run_dir]
+    assert (run_dir / "film.mp4").is_file()
 
 
 def test_sigterm_mid_sweep_prints_the_resume_line(tmp_path):

@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 __all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
@@ -17,7 +17,7 @@ _TEMPORARY_APIS: set[str] = set()  # API URLs of the temporary servers this proc
 
 
 @contextlib.contextmanager
-def flow_runtime(*, verbose: bool = False, resume: str | None = None,
+def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | None = None,
                  stopped: str | None = None) -> Iterator[None]:
     """Run flows from the CLI.
 
@@ -82,7 +82,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             typer.echo(stopped)
         else:
             typer.echo("interrupted; rerun the same command to resume: "
-                       f"{resume or resume_command()}", err=True)
+                       f"{_resume_text(resume)}", err=True)
 
     previous = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS}
     if not verbose:
@@ -96,7 +96,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
                 watch = _ServerWatch(state, verbose=verbose,
-                                     resume=None if stopped else (resume or resume_command()))
+                                     resume=None if stopped else (lambda: _resume_text(resume)))
                 stack.callback(watch.stop)  # runs before the server is drained and stopped
                 watch.start(PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"))
                 yield
@@ -142,7 +142,8 @@ class _ServerWatch:
     renders included) and exits with SERVER_GONE_EXIT, instead of tracebacks and a hang
     while Prefect's client retries."""
 
-    def __init__(self, state: dict, *, verbose: bool, resume: str | None) -> None:
+    def __init__(self, state: dict, *, verbose: bool,
+                 resume: Callable[[], str] | None) -> None:
         import threading
 
         self.state, self.verbose, self.resume = state, verbose, resume
@@ -193,7 +194,7 @@ class _ServerWatch:
         STOPPING.set()
         if not self.verbose:
             _quiet_console()  # Prefect's client errors about the lost API add nothing
-        hint = (f", then rerun the same command to resume: {self.resume}" if self.resume
+        hint = (f", then rerun the same command to resume: {self.resume()}" if self.resume
                 else ", then start this command again")
         with contextlib.suppress(Exception):
             typer.echo(f"error: {what}{hint}", err=True)
@@ -202,6 +203,15 @@ class _ServerWatch:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(SERVER_GONE_EXIT)
+
+
+def _resume_text(resume: str | Callable[[], str] | None) -> str:
+    """The resume command: given, computed when asked (a film's run dir), or this argv."""
+    with contextlib.suppress(Exception):
+        text = resume() if callable(resume) else resume
+        if text:
+            return text
+    return resume_command()
 
 
 def _termination_signal() -> type[BaseException]:
