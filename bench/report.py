@@ -436,7 +436,8 @@ def _noise_study(path: Path | None = None) -> list[str]:
             for col in _cols(r):
                 v = cell.get(col)
                 vals.append("—" if v is None else f"{v:.2f}" if not isinstance(v, dict) else
-                            f"{v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]")
+                            f"{v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]"
+                            if v.get("lo") is not None else f"{v['mean']:+.2f} (n too small)")
             out.append(f"| {float(lvl):g} | {key} | " + " | ".join(vals) + " |")
     return out
 

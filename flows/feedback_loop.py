@@ -97,7 +97,8 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
     try:
         for round_idx in range(config.rounds):
             if round_idx in done:
-                say(f"[sweep] {run.name} round {round_idx}: already complete, skipped")
+                say(f"[sweep] {run.name} round {round_idx + 1} of {config.rounds}: already complete, "
+                    "skipped")
                 continue
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)
@@ -111,9 +112,9 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                 failed_turns += sum(not row.ok for row in rows)
             run.mark_round_complete(round_idx)
             hit3 = measured.in_distribution_hit_at_3
-            say(f"[sweep] {run.name} round {round_idx}/{config.rounds - 1}: "
-                 f"in-distribution hit@3 {hit3:.2f}" if hit3 is not None else
-                 f"[sweep] {run.name} round {round_idx} measured")
+            where = f"round {round_idx + 1} of {config.rounds}"  # as report and plots say
+            say(f"[sweep] {run.name} {where}: in-distribution hit@3 {hit3:.2f}"
+                if hit3 is not None else f"[sweep] {run.name} {where} measured")
             if progress_artifact_id:
                 update_progress_artifact(progress_artifact_id,
                                          100.0 * (progress_base + round_idx + 1) / progress_total)
@@ -181,7 +182,7 @@ def _apply_in_order(run: ConditionRun, turn, round_idx: int,
             failed += 1
             row = run.failed_turn_row(prompt, round_idx, catalog, error,
                                       timed_out=_is_timeout(error), attempts=attempts)
-            say(f"[sweep] {run.name} round {round_idx} {prompt.id}: turn failed "
+            say(f"[sweep] {run.name} round {round_idx + 1} {prompt.id}: turn failed "
                  f"({(row.error or '')[:160]}); the round goes on")
         run.append_turn(row)
     return failed

@@ -58,7 +58,8 @@ from tasks import film as steps
 from tasks.common import say
 
 NO_REPAIR_KINDS = {"timeout": "a render timeout is a budget problem, not a code problem",
-                   "missing_tool": "a missing LaTeX/ffmpeg/dvisvgm is an environment problem"}
+                   "missing_tool": "a missing LaTeX/ffmpeg/dvisvgm is an environment problem",
+                   "interrupted": "Ctrl-C or SIGTERM stopped the render, not the scene"}
 
 
 class FilmFailed(RuntimeError):

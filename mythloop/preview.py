@@ -4,7 +4,11 @@ A film made from the Prefect UI is a file on the server's disk; a browser on ano
 (or machine, through an SSH tunnel) needs an http address. `mythloop serve` runs a
 `PreviewServer` on loopback next to the UI: GET/HEAD only, paths confined to the runs and
 results folders, byte ranges for video seeking, no directory listings apart from the two
-index pages `/runs/` and `/results/` (each run newest first: prompt, state, duration, links). While it runs,
+index pages `/runs/` and `/results/` (each run newest first: prompt, state, duration, links).
+It sends no CORS
+header (another site's page cannot read its answers), answers only requests addressed to a
+loopback name (a DNS-rebinding page's Host is refused with 403), and answers a malformed path
+(a NUL byte, an overlong path or name, bytes that are not UTF-8) with 400. While it runs,
 `<state>/preview.json` tells films where it is, so their link artifacts point at it.
 """
 
@@ -26,6 +30,31 @@ __all__ = ["PreviewServer", "preview_file", "preview_base_url", "preview_url_for
            "default_roots", "index_page"]
 
 _CHUNK = 256 * 1024
+_MAX_PATH = 4096  # bytes of a decoded request path; longer is malformed (400)
+_MAX_NAME = 255  # bytes of one path component (NAME_MAX)
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+class _BadPath(ValueError):
+    """A request path that no file can have (400, not a traceback)."""
+
+
+def _host_name(header: str) -> str:
+    """The name part of a Host header ("127.0.0.1:8001" -> "127.0.0.1", "[::1]:80" -> "[::1]")."""
+    header = header.strip().lower().rstrip(".")
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def loopback_host(header: str | None) -> bool:
+    """True when a request's Host names this machine's loopback (no Host: an HTTP/1.0 client
+    on this machine); a rebinding page's own domain is not."""
+    if header is None:
+        return True
+    name = _host_name(header)
+    return name in _LOOPBACK_NAMES or name.endswith(".localhost") or (
+        name.startswith("127.") and name.replace(".", "").isdigit() and name.count(".") == 3)
 _TYPES = {".mp4": "video/mp4", ".webm": "video/webm", ".png": "image/png",
           ".vtt": "text/vtt; charset=utf-8", ".srt": "application/x-subrip; charset=utf-8",
           ".md": "text/markdown; charset=utf-8", ".json": "application/json",
@@ -93,15 +122,39 @@ class _Handler(BaseHTTPRequestHandler):
             handle.write(line)
 
     def _resolve(self) -> Path | None:
+        """The file a request names; None when there is none; _BadPath when malformed."""
         raw = urllib.parse.urlsplit(self.path).path
-        parts = [p for p in urllib.parse.unquote(raw).split("/") if p]
+        if not raw.isascii():  # raw bytes above 127 in the request line (not percent-encoded)
+            raise _BadPath("not ASCII")
+        try:
+            decoded = urllib.parse.unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            raise _BadPath("not UTF-8") from None
+        if len(decoded.encode()) > _MAX_PATH or any(ord(c) < 32 or c == "\x7f" for c in decoded):
+            raise _BadPath("overlong path or a control character")
+        parts = [p for p in decoded.split("/") if p]
+        if any(len(p.encode()) > _MAX_NAME for p in parts):
+            raise _BadPath("overlong name")
         if len(parts) < 2 or parts[0] not in self.roots or any(p in (".", "..") for p in parts):
             return None
         root = self.roots[parts[0]].resolve()
-        target = root.joinpath(*parts[1:]).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            return None  # symlinks out of the folder and directories are not served
+        try:
+            target = root.joinpath(*parts[1:]).resolve()
+            if not target.is_relative_to(root) or not target.is_file():
+                return None  # symlinks out of the folder and directories are not served
+        except (OSError, ValueError):
+            return None
         return target
+
+    def parse_request(self) -> bool:
+        """http.server's parsing, then: a Host that is not a loopback name gets 403 (a page
+        on another site that rebinds its domain to 127.0.0.1 reads nothing)."""
+        if not super().parse_request():
+            return False
+        if not loopback_host(self.headers.get("Host")):
+            self.send_error(HTTPStatus.FORBIDDEN, "Host is not a loopback name")
+            return False
+        return True
 
     def do_HEAD(self):  # noqa: N802
         self._serve(body=False)
@@ -117,7 +170,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, *, body: bool) -> None:
         if self._index(body=body):
             return
-        target = self._resolve()
+        try:
+            target = self._resolve()
+        except _BadPath as exc:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed path ({exc})")
+            return
         if target is None:
             self.send_error(HTTPStatus.NOT_FOUND, "not found")
             return
@@ -149,7 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(end - start + 1))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Access-Control-Allow-Origin", "*")  # the UI page embeds the media
+        # No Access-Control-Allow-Origin: the UI links and embeds the media (<video src>,
+        # a new tab), which needs none, while a wildcard would let any site read run dirs.
         if status == HTTPStatus.PARTIAL_CONTENT:
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()
@@ -261,6 +319,12 @@ def index_page(prefix: str, root: Path) -> str:
             "<table border=\"1\" cellpadding=\"4\"><tr><th>run</th><th>prompt</th>"
             "<th>state</th><th>duration</th><th></th><th>files</th></tr>\n"
             f"{body}\n</table></body></html>\n")
+class _QuietServer(ThreadingHTTPServer):
+    """No traceback on serve's terminal or log for a request that broke a handler (a client
+    that hung up mid-answer): the request ends, the server goes on."""
+
+    def handle_error(self, request, client_address) -> None:
+        pass
 
 
 class PreviewServer:
@@ -273,7 +337,7 @@ class PreviewServer:
             root.mkdir(parents=True, exist_ok=True)
         handler = type("PreviewHandler", (_Handler,), {"roots": self.roots,
                                                        "access_log": access_log})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd = _QuietServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="preview",

@@ -45,6 +45,11 @@ Stopping
 
 Logs
     log_tail(path, lines)        the end of a log file, for error messages
+
+Stopping on request
+    STOPPING                     a threading.Event the CLI sets when Ctrl-C or SIGTERM asks
+                                 the process to stop: a child that ends now was stopped, not
+                                 broken (a render then reports `interrupted`, not a scene error)
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
@@ -65,7 +71,10 @@ import psutil
 __all__ = ["free_port", "port_in_use", "port_listening", "http_ok", "wait_http_ok",
            "wait_until", "die_with_parent", "start_session", "start_process", "pid_alive",
            "tree_pids", "descendant_pids", "marked_pids", "signal_group", "stop_group",
-           "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail", "run"]
+           "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail", "run",
+           "STOPPING"]
+
+STOPPING = threading.Event()
 
 
 # --- ports and health -------------------------------------------------------------------------

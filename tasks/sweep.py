@@ -38,7 +38,7 @@ def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[Cata
     settings = get_settings()
 
     def note(row: TurnRow) -> None:
-        say(f"[sweep] {run.name} round {round_idx} {row.prompt_id}: turn failed "
+        say(f"[sweep] {run.name} round {round_idx + 1} {row.prompt_id}: turn failed "
             f"({(row.error or '')[:160]}); the round goes on")
 
     return run.learn_round(round_idx, catalogs, contract, retries=settings.task_retries,

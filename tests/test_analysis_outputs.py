@@ -133,10 +133,33 @@ def test_bootstrap_interval_contains_the_mean_and_is_seeded(seed):
 
 def test_difference_pairs_by_replicate_when_it_can():
     paired = difference({1: 0.5, 2: 0.7}, {1: 0.4, 2: 0.6})
-    assert paired["method"] == "paired"
-    assert paired["mean"] == pytest.approx(0.1) and paired["lo"] == pytest.approx(0.1)
+    assert paired["pairing"] == "paired" and paired["method"] == "none"  # n=2: no interval
+    assert paired["mean"] == pytest.approx(0.1) and paired["lo"] is None is paired["hi"]
+    paired = difference({1: 0.5, 2: 0.7, 3: 0.4}, {1: 0.4, 2: 0.5, 3: 0.4})
+    assert paired["pairing"] == "paired" and paired["method"] == "t"
+    diffs = np.array([0.1, 0.2, 0.0])  # the t interval of the per-replicate differences
+    half = 4.302652729911275 * diffs.std(ddof=1) / np.sqrt(3)
+    assert (paired["lo"], paired["hi"]) == (pytest.approx(0.1 - half), pytest.approx(0.1 + half))
     unpaired = difference({1: 0.5, 2: 0.7, 3: 0.9}, {1: 0.4})
-    assert unpaired["method"] == "unpaired"
+    assert unpaired["pairing"] == "unpaired" and unpaired["lo"] is None  # one baseline value
     assert unpaired["mean"] == pytest.approx(0.3)
-    assert unpaired["lo"] <= 0.3 <= unpaired["hi"]
+    welch = difference({1: 0.5, 2: 0.7, 3: 0.9}, {1: 0.4, 2: 0.5, 4: 0.3})
+    assert welch["method"] == "welch-t" and welch["lo"] < 0.3 < welch["hi"]
     assert difference({1: None}, {1: 0.2}) is None
+
+
+def test_the_interval_method_follows_the_replicate_count():
+    from mythloop.analysis.stats import mean_interval, zero_width
+
+    assert mean_interval([0.2, 0.6]) == {"mean": 0.4, "lo": None, "hi": None, "n": 2,
+                                         "method": "none"}
+    small = mean_interval([0.2, 0.4, 0.6])
+    assert small["method"] == "t"
+    assert small["lo"] == pytest.approx(0.4 - 4.302652729911275 * 0.2 / np.sqrt(3))
+    # t is wider than the percentile bootstrap over the same 3 values (which undercovers)
+    boot = bootstrap_mean([0.2, 0.4, 0.6])
+    assert small["lo"] < boot["lo"] and small["hi"] > boot["hi"]
+    many = mean_interval(list(np.linspace(0, 1, 10)))
+    assert many["method"] == "bootstrap" and many["lo"] < many["mean"] < many["hi"]
+    flat = mean_interval([0.04, 0.04, 0.04])
+    assert zero_width(flat) and not zero_width(small) and not zero_width(mean_interval([1.0]))

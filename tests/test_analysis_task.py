@@ -43,13 +43,13 @@ def test_analyze_results_publishes_versioned_artifacts(prefect_harness, tmp_path
     assert table is not None and report is not None
     assert table.type == "table" and report.type == "markdown"
     rows = json.loads(table.data)
-    assert {(r["condition"], r["round"]) for r in rows} == {
-        ("c0", 0),
+    assert {(r["condition"], r["round"]) for r in rows} == {  # rounds labelled from 1
         ("c0", 1),
-        ("c3", 0),
+        ("c0", 2),
         ("c3", 1),
+        ("c3", 2),
     }
-    c3_last = next(r for r in rows if (r["condition"], r["round"]) == ("c3", 1))
+    c3_last = next(r for r in rows if (r["condition"], r["round"]) == ("c3", 2))
     assert c3_last["trap-win rate"] == "0.750 (n=2, n too small)"  # two replicates: no interval
     assert "SIMULATED JUDGE" in report.data
     assert str(root / "hit_at_3.png") in report.data  # figure links point at the files

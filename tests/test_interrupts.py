@@ -225,7 +225,9 @@ def test_ctrl_c_mid_render_ends_the_film_and_its_render(tmp_path):
         assert seconds < EXIT_BOUND_S, f"{seconds:.1f} s to exit"
         assert "Traceback" not in err, err[-3000:]
         lines = [line for line in err.splitlines() if line.strip()]
-        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args])], err[-3000:]
+        (run_dir,) = (tmp_path / "runs" / "mythos").iterdir()  # resumed in its own run dir
+        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args, "--resume",
+                                                     str(run_dir)])], err[-3000:]
         _no_process_left(state)
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # the render too
         assert _run_states(state, "flow_run") == ["CRASHED"]

@@ -232,7 +232,7 @@ def test_a_sweep_killed_with_eight_turns_in_flight_resumes_to_the_same_metrics(
     result = subprocess.run([exe, *args, "--concurrency", "3", "--results-dir", str(killed)],
                             env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "round 0: already complete, skipped" in result.stdout
+    assert "round 1 of 2: already complete, skipped" in result.stdout
 
     whole = tmp_path / "whole"
     monkeypatch.setenv("FAKE_DELAY", "0-0.2")

@@ -296,7 +296,8 @@ def compute_metrics(
             "gap_censor_eps": GAP_CENSOR_EPS,
             "bootstrap_resamples": resamples,
             "bootstrap_seed": seed,
-            "interval": "95% percentile bootstrap over replicates",
+            "interval": "95% interval over replicates: none below 3, Student t from 3 to 9 "
+                        "(paired differences; Welch when unpaired), percentile bootstrap from 10",
         },
         "conditions": conditions,
         "baseline": baseline_condition(conditions),

@@ -3,29 +3,36 @@
 A difference (treated - baseline, last round) *improves* a metric when its whole 95%
 interval lies on the better side of 0, *hurts* it when the whole interval lies on the
 worse side, and shows no clear difference otherwise. Nothing is claimed with fewer than
-MIN_REPLICATES replicates: a percentile bootstrap over one or two values is no interval.
+MIN_REPLICATES replicates (there is no interval), nor from an interval of zero width (every
+replicate gave the same difference: no spread, so no evidence about it). The intervals are
+`stats.mean_interval`'s. When data issues removed rows of a round file of the last round,
+the Conclusion says so and names the claim they affect.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "enough", "round_label", "single_conclusion",
-           "signed"]
+from mythloop.analysis.stats import MIN_INTERVAL_N, zero_width
 
-MIN_REPLICATES = 3
+__all__ = ["LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "data_caveats", "enough",
+           "round_label", "single_conclusion", "signed"]
+
+MIN_REPLICATES = MIN_INTERVAL_N
 LOWER_IS_BETTER = {"catalog.in_distribution.poisoned_rate", "trap.twin_rank",
                    "in_distribution.gold_rank"}
 
 
 def enough(s: dict[str, Any] | None) -> bool:
     """Whether a summary or difference rests on enough replicates for an interval."""
-    return bool(s) and int(s.get("n", 0)) >= MIN_REPLICATES
+    return bool(s) and int(s.get("n", 0)) >= MIN_REPLICATES and s.get("lo") is not None
 
 
 def claim(key: str, d: dict[str, Any] | None) -> str | None:
-    """'improves' | 'hurts' | 'none' from a difference's interval; None when not claimable."""
-    if not enough(d):
+    """'improves' | 'hurts' | 'none' from a difference's interval; None when not claimable
+    (too few replicates, or an interval of zero width)."""
+    if not enough(d) or zero_width(d):
         return None
     lo, hi = float(d["lo"]), float(d["hi"])
     if lo > 0 or hi < 0:
@@ -66,11 +73,11 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
     if n < MIN_REPLICATES:
         return [f"**Conclusion**: not claimed: {n} replicate(s) per condition; at least "
                 f"{MIN_REPLICATES} are needed for a 95% interval (rerun with --replicates "
-                f"{MIN_REPLICATES} or more).", ""]
+                f"{MIN_REPLICATES} or more).", *data_caveats(metrics), ""]
     lines = []
     for name, diff in metrics["differences"].items():
         cond = diff["treated"]
-        good, bad, flat = [], [], []
+        good, bad, flat, still = [], [], [], []
         for row in metrics["headline"]:
             d = row["differences"].get(name, {}).get("last")
             verdict = claim(row["key"], d)
@@ -80,6 +87,8 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
                 bad.append(f"{row['label']} {signed(d)}")
             elif verdict == "none":
                 flat.append(row["label"])
+            elif zero_width(d):
+                still.append(f"{row['label']} {signed(d)}")
         beats = "beats" if good and not bad else ("does not beat" if not good else
                                                    "is mixed against")
         text = (f"**Conclusion** ({cond.upper()} - {base.upper()} at {where}, "
@@ -92,5 +101,46 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
             parts.append("worse on " + "; ".join(bad))
         if flat:
             parts.append("no clear difference on " + ", ".join(flat))
+        if still:
+            parts.append("not claimed, every replicate gave the same difference (a "
+                         "zero-width interval is no evidence): " + "; ".join(still))
         lines.append(text + (": " + ". ".join(parts) if parts else "") + ".")
-    return [*lines, ""]
+    return [*lines, *data_caveats(metrics), ""]
+
+
+_CELL_FILE = re.compile(r"^(?P<cond>[a-z0-9]+)-rep(?P<rep>\d+)/round_(?P<round>\d+)\.jsonl$")
+_LOST_ROWS = ("malformed JSON", "malformed row", "unreadable", "no measurement rows")
+
+
+def data_caveats(metrics: dict[str, Any]) -> list[str]:
+    """`**Based on incomplete data**: ...` when data issues removed rows of a round file of
+    the last round (the round the Conclusion compares), naming the claim each affects."""
+    last = int(metrics.get("last_round", 0))
+    base = metrics.get("baseline")
+    treated = [d["treated"] for d in (metrics.get("differences") or {}).values()]
+    hits: dict[str, list[str]] = {}
+    for issue in metrics.get("data_issues") or []:
+        match = _CELL_FILE.match(str(issue.get("file", "")))
+        if not match or int(match["round"]) != last or not str(
+                issue.get("problem", "")).startswith(_LOST_ROWS):
+            continue
+        where = f"line {issue['line']}" if issue.get("line") else ""
+        what = str(issue["problem"]).split(":", 1)[0]
+        hits.setdefault(issue["file"], []).append(f"{where}: {what}" if where else what)
+    if not hits:
+        return []
+    parts, affected = [], []
+    for file, problems in hits.items():
+        cond = _CELL_FILE.match(file)["cond"]
+        cut = len(problems) == 1 and problems[0].endswith("malformed JSON")
+        parts.append(f"{file} {'cut at ' if cut else 'lost rows at '}"
+                     f"{problems[0].split(':')[0] if cut else ', '.join(problems)}")
+        names = ([f"{c.upper()} - {base.upper()}" for c in treated] if cond == base
+                 else [f"{cond.upper()} - {(base or '?').upper()}"] if cond in treated else [])
+        affected += [n for n in names if n not in affected]
+    files = len(hits)
+    claim_text = (f"; it affects the claim on {', '.join(affected)} at "
+                  f"{round_label(metrics, last)}" if affected else "")
+    return [f"**Based on incomplete data**: {files} round file(s) of the compared round lost "
+            f"rows ({'; '.join(parts)}); a prompt missing from a round counts as a miss"
+            f"{claim_text}. See Data issues."]

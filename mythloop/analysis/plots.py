@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mythloop.analysis.metrics import TIERS, VERDICTS  # noqa: E402
+from mythloop.analysis.stats import INTERVAL_METHODS, MIN_INTERVAL_N  # noqa: E402
 from mythloop.fileio import replacing  # noqa: E402
 
 __all__ = ["FIGURES", "draw_figures"]
@@ -49,10 +50,13 @@ def _by_round(
     invert: bool = False,
     ylim: tuple[float, float] | None = None,
 ) -> Figure:
-    """One line per condition with its 95% interval band, over rounds."""
+    """One line per condition with its 95% interval band, over rounds: a band only where
+    an interval exists (3 replicates or more; stats.mean_interval), and the caption names
+    the method(s) used, or says there is no band."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.19)
     drawn = False
+    methods: set[str] = set()
     conds = metrics["conditions"]
     for i, cond in enumerate(conds):
         points = sorted(
@@ -74,9 +78,12 @@ def _by_round(
             alpha=0.9,
             label=f"{cond.upper()} (n={n})",
         )
-        ax.fill_between(
-            xs, [s["lo"] for _, s in points], [s["hi"] for _, s in points], color=colour, alpha=0.2
-        )
+        banded = [(x, s) for x, (_, s) in zip(xs, points, strict=True)
+                  if s.get("lo") is not None and int(s.get("n", 0)) >= MIN_INTERVAL_N]
+        if banded:
+            ax.fill_between([x for x, _ in banded], [s["lo"] for _, s in banded],
+                            [s["hi"] for _, s in banded], color=colour, alpha=0.2)
+            methods.update(str(s.get("method", "bootstrap")) for _, s in banded)
         drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -90,8 +97,15 @@ def _by_round(
         ax.invert_yaxis()
     if drawn:
         ax.legend(loc="best")
-    fig.text(0.01, 0.01, note, fontsize=7, ha="left", va="bottom")
+    fig.text(0.01, 0.01, _band_note(methods) + note, fontsize=7, ha="left", va="bottom")
     return fig
+
+
+def _band_note(methods: set[str]) -> str:
+    """What the bands are, from the methods actually drawn ('no band' below 3 replicates)."""
+    if not methods:
+        return f"no band: fewer than {MIN_INTERVAL_N} replicates give no 95% interval"
+    return "bands: 95% " + " / ".join(INTERVAL_METHODS[m] for m in sorted(methods))
 
 
 def _verdict_mix(metrics: dict[str, Any]) -> Figure:
@@ -138,14 +152,13 @@ def _verdict_mix(metrics: dict[str, Any]) -> Figure:
 
 def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
     """Draw the four figures into out_dir; returns their paths in FIGURES order."""
-    interval = "bands: 95% bootstrap interval over replicates"
     figs = [
         _by_round(
             metrics,
             "in_distribution.hit@3",
             "hit@3 by round (in-distribution prompts)",
             "hit@3",
-            interval,
+            "",  # _by_round says what the bands are
             ylim=(-0.05, 1.05),
         ),
         _by_round(
@@ -153,7 +166,7 @@ def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
             "trap.trap_win_rate",
             "Trap-win rate by round (gold above its poisoned twin)",
             "trap-win rate",
-            f"{interval}; a twin or gold outside the top 10 counts as rank 11; ties lose",
+            "; a twin or gold outside the top 10 counts as rank 11; ties lose",
             ylim=(-0.05, 1.05),
         ),
         _by_round(
@@ -161,7 +174,7 @@ def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
             "trap.twin_rank",
             "Rank of the poisoned twin on its trap prompt",
             "mean rank (1 = top)",
-            f"{interval}; outside the top 10 counts as rank 11",
+            "; outside the top 10 counts as rank 11",
             invert=True,
         ),
         _verdict_mix(metrics),

@@ -9,6 +9,7 @@ from mythloop.analysis.compute import HEADLINE
 from mythloop.analysis.conclusion import MIN_REPLICATES, round_label, single_conclusion
 from mythloop.analysis.metrics import TIERS, VERDICTS
 from mythloop.analysis.plots import FIGURES
+from mythloop.analysis.stats import zero_width
 
 __all__ = ["console_rows", "fmt", "fmt_diff", "headline_rows", "render_report", "round_rows"]
 
@@ -40,20 +41,21 @@ _FIGURE_CAPTIONS = {
 
 def fmt(s: dict[str, Any] | None, digits: int = 3, sign: bool = False) -> str:
     """`mean [lo, hi]`; with fewer than 3 replicates `mean (n=2, n too small)` instead of
-    an interval (a percentile bootstrap over one or two values is no 95% interval)."""
+    an interval; a zero-width interval is marked `(no spread)` (it supports no claim)."""
     if not s:
         return "—"
     f = f"{{:{'+' if sign else ''}.{digits}f}}"
-    if int(s.get("n", 0)) < MIN_REPLICATES:
+    if int(s.get("n", 0)) < MIN_REPLICATES or s.get("lo") is None:
         return f"{f.format(s['mean'])} (n={s.get('n', 0)}, n too small)"
-    return f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}]"
+    text = f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}]"
+    return text + (" (no spread)" if zero_width(s) else "")
 
 
 def fmt_diff(s: dict[str, Any] | None) -> str:
     """A difference with its sign, and how it was paired."""
     if not s:
         return "—"
-    return f"{fmt(s, sign=True)} ({s.get('method', '')})"
+    return f"{fmt(s, sign=True)} ({s.get('pairing') or s.get('method', '')})"
 
 
 def headline_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
@@ -80,9 +82,9 @@ def console_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
         for cond, cells in row["conditions"].items():
             a, b = cells["first"], cells["last"]
             start = f"{a['mean']:.2f} -> " if a else "— -> "
-            out[f"{cond} r{first} -> r{last}"] = start + fmt(b, 2)
+            out[f"{cond} round {first + 1} -> {last + 1}"] = start + fmt(b, 2)
         for name, d in row["differences"].items():
-            out[f"{name} r{last}"] = fmt(d["last"], 2, sign=True)
+            out[f"{name} round {last + 1}"] = fmt(d["last"], 2, sign=True)
         rows.append(out)
     return rows
 
@@ -95,7 +97,8 @@ def round_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
             metrics["per_round"].get(cond, {}).items(), key=lambda kv: int(kv[0])
         ):
             n = max((s["n"] for s in summaries.values()), default=0)
-            row: dict[str, Any] = {"condition": cond, "round": int(round_idx), "replicates": n}
+            row: dict[str, Any] = {"condition": cond, "round": int(round_idx) + 1,  # from 1
+                                   "replicates": n}
             for key, label in HEADLINE:
                 row[label] = fmt(summaries.get(key))
             rows.append(row)
@@ -167,7 +170,8 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
     out = [
         "## Headline",
         "",
-        "Mean over replicates [95% bootstrap interval]; differences are each "
+        "Mean over replicates [95% interval: t below 10 replicates, bootstrap from 10]; "
+        "differences are each "
         f"condition minus {m['baseline']} at the last round.",
         "",
     ]
@@ -370,7 +374,7 @@ def _failures_section(m: dict[str, Any]) -> list[str]:
         return ["## Failures", "", "No turn failed or timed out.", ""]
     rows = [
         [
-            str(f["round"]),
+            str(int(f["round"]) + 1),  # rounds are labelled from 1, as everywhere
             f["cond"],
             str(f["replicate"]),
             f["prompt_id"],
@@ -396,11 +400,16 @@ _DEFINITIONS = [
     "skill -> HELPFUL; other real or competing skills -> HELPFUL or NEUTRAL; noise -> NEUTRAL.",
     "- **tag parse rate**: ok in-distribution turns with at least one parsed tag (null prompts should emit none, "
     "so they are reported apart). Off-catalog and invented rates are per parsed tag.",
-    "- **intervals**: 95% percentile bootstrap over replicates; with fewer than 3 replicates no "
-    "interval is shown (`n too small`) and no conclusion is drawn. A conclusion counts a metric as "
-    "better or worse only when the whole interval of the difference lies on one side of 0. "
-    "Rounds are labelled from 1 (`round 1 of 6` is the measurement before any learning). Differences pair replicates by index when both conditions have the same replicates, else "
-    "resample each condition apart (`unpaired`).",
+    "- **intervals**: 95% over replicates, by count: none below 3 replicates (`n too small`, no "
+    "band in the plots, no conclusion); a Student t interval from 3 to 9 (a percentile bootstrap "
+    "over so few values covers far less than 95%); a percentile bootstrap from 10. Differences "
+    "pair replicates by index when both conditions have the same replicates (the interval of "
+    "the per-replicate differences), else a Welch t interval (`unpaired`; a bootstrap of each "
+    "side from 10 each). A conclusion counts a metric as better or worse only when the whole "
+    "interval of the difference lies on one side of 0 and has some width: a zero-width interval "
+    "(`no spread`, every replicate gave the same value) is never a claim. "
+    "Rounds are labelled from 1 everywhere (terminal, report, plots: `round 1 of 6` is the "
+    "measurement before any learning); the files are numbered from 0 (`round_0.jsonl`).",
     "- A round file with no rows gives no ranking metrics for that cell (reported under data issues); "
     "a prompt missing from a non-empty round counts as a miss.",
     "",

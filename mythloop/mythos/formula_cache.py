@@ -32,6 +32,7 @@ from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
+from mythloop.mythos.tex_policy import tex_env
 
 __all__ = ["FormulaService", "serving", "cache_dir", "tex_environment", "stats"]
 
@@ -75,12 +76,11 @@ def stats() -> dict:
         return dict(_STATS)
 
 
-def tex_environment(env: dict[str, str]) -> dict[str, str]:
-    """THE one place the environment of the sandbox's TeX runs is built (latex, dvisvgm).
-
-    TeX file-access hardening (openin_any/openout_any = p and the like) belongs here, so
-    that every TeX run of the formula cache gets it."""
-    return dict(env)
+def tex_environment(env: dict[str, str], render_dir: str) -> dict[str, str]:
+    """THE one place the environment of the formula cache's TeX runs (latex, dvisvgm) is
+    built: ENV with TeX's paranoid file access (tex_policy.tex_env) pinned to RENDER_DIR,
+    last, so nothing in ENV can loosen it."""
+    return {**env, **tex_env(render_dir)}
 
 
 @functools.cache
@@ -123,7 +123,7 @@ class FormulaService:
     """Answers one render's formula requests on STAGE/tex.sock while the render runs."""
 
     def __init__(self, stage: Path, env: dict[str, str], *, cache: Path | None = None) -> None:
-        self.stage, self.env = stage, tex_environment(env)
+        self.stage, self.env = stage, dict(env)
         self.cache = cache or cache_dir()
         self.versions = _tool_versions(self.env.get("PATH", ""))
         self.path = stage / SOCKET_NAME
@@ -229,7 +229,8 @@ class FormulaService:
                         json.dumps(spec)]
             if namespaced:
                 launcher = [*R._UNSHARE, "--", *launcher]
-            env = {**self.env, "HOME": f"{inner}", "TMPDIR": f"{inner}"}
+            env = tex_environment({**self.env, "HOME": f"{inner}", "TMPDIR": f"{inner}"},
+                                  inner)
             out = stage.parent / f"{stage.name}.out"
             try:
                 code, timed_out = R._run(launcher, stage, env, out, COMPILE_TIMEOUT)

@@ -203,7 +203,12 @@ def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> Fil
 
     settings = get_settings()
     runs_root = request.runs_dir or settings.resolved_runs_dir
-    run_dir = create_run_dir(runs_root, request.prompt)
+    if request.resume_dir is not None:  # an interrupted film continues where it was
+        run_dir = Path(request.resume_dir).expanduser().resolve()
+        if not (run_dir / "manifest.json").is_file():
+            raise ValueError(f"{run_dir} holds no film (no manifest.json) to resume")
+    else:
+        run_dir = create_run_dir(runs_root, request.prompt)
     options: dict = {}
     if request.backend == "replay":
         options["topic"] = request.prompt

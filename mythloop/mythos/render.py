@@ -42,6 +42,7 @@ from mythloop.mythos import formula_cache, render_pool
 from mythloop.mythos.layout import check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
+from mythloop.mythos.tex_policy import tex_env
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES
 
@@ -78,7 +79,8 @@ class RenderResult(BaseModel):
     """Outcome of one sandboxed render; `message` is the one line to show a user."""
 
     ok: bool
-    kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool")
+    kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool "
+                                  "| interrupted")
     video_path: str | None = None
     image_path: str | None = None
     """The PNG manim saved for a still scene (no animation played), when the last scene
@@ -196,7 +198,8 @@ def _python_for(manim_cmd: list[str]) -> str | None:
 
 
 def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict[str, str]:
-    """Only PATH, LANG and dirs inside the render dir; never anything secret-looking."""
+    """Only PATH, LANG and dirs inside the render dir; never anything secret-looking; TeX's
+    paranoid file access (tex_policy.tex_env), which env_extra cannot override."""
     path = ":".join(p for p in os.environ.get("PATH", "/usr/bin:/bin").split(":")
                     if p.startswith("/"))
     env = {
@@ -211,9 +214,12 @@ def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict
         "COLUMNS": "100",
         "MYTHLOOP_RENDER_ID": token,
     }
+    pinned = tex_env(inner)
     for key, value in (env_extra or {}).items():
-        if not _SECRET_NAME.search(key):
+        if not _SECRET_NAME.search(key) and not any(
+                key.split(".", 1)[0] == name or key.startswith(name + "_") for name in pinned):
             env[key] = value
+    env.update(pinned)  # last: TeX reads and writes only the render dir
     return env
 
 
@@ -502,7 +508,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if hooked:
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
         spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv,
-                       "progress": progress is not None}
+                       "progress": progress is not None, "tex_env": tex_env(inner)}
         if layout:
             spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
         spec_worker["tex_socket"] = f"{inner}/{formula_cache.SOCKET_NAME}"
@@ -563,6 +569,9 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         video=bool(found) and len(found) == len(scenes), log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
                     f"file size {limits.file_bytes >> 20} MiB")
+    if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
+        kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
+                                        "finished; not a scene error: rerun to render it")
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
         else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]

@@ -55,6 +55,10 @@ class FilmRequest(BaseModel):
     runs_dir: Path | None = Field(
         None, description="Runs root (default: M2M_RUNS_DIR or .mythloop/runs); the film lands "
                           "in <runs_dir>/mythos/<UTC stamp>-<slug>/.")
+    resume_dir: Path | None = Field(
+        None, description="Continue an interrupted film in its own run dir (one holding its "
+                          "manifest.json) instead of a new one; finished stages and rendered "
+                          "scenes are reused (blank = a new run dir).")
 
     @field_validator("prompt")
     @classmethod

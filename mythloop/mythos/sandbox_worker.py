@@ -37,11 +37,26 @@ _SVG_FLAGS = re.compile(r"--pdf|--page=\d+|--no-fonts|--verbosity=\d")
 class _Guard:
     """The audit hook: one instance per process, `busy` stops re-entry."""
 
-    def __init__(self, workdir: str, tools: list[str], path_env: str) -> None:
+    def __init__(self, workdir: str, tools: list[str], path_env: str,
+                 tex_env: dict[str, str] | None = None) -> None:
         self.workdir = os.path.realpath(workdir)
         self.tools = frozenset(tools)
         self.path_env = path_env
+        self.tex_env = dict(tex_env or {})  # tex_policy.tex_env: TeX's paranoid file access
         self.busy = False
+
+    def tex_env_problem(self, env) -> str | None:
+        """An entry that unpins TeX's file access (a changed value, or an override kpathsea
+        prefers: VAR.progname, VAR_progname); None when the pinned rules hold."""
+        for key, value in self.tex_env.items():
+            if env.get(key) != value:
+                return key
+        for key in env:
+            if key not in self.tex_env and any(
+                    key.split(".", 1)[0] == name or key.startswith(name + "_")
+                    for name in self.tex_env):
+                return key
+        return None
 
     def inside(self, path, base: str | None = None) -> bool:
         """True when PATH (resolved, symlinks followed) lies in the render dir."""
@@ -66,6 +81,9 @@ class _Guard:
         path = (env if env is not None else os.environ).get("PATH", "")
         if path != self.path_env:
             self.deny("running a tool with a changed PATH")
+        changed = self.tex_env_problem(env if env is not None else os.environ)
+        if changed:
+            self.deny(f"running '{name}' with TeX's file access changed ({changed})")
         resolved = shutil.which(name, path=self.path_env)
         explicit = os.fsdecode(exe) if exe and "/" in os.fsdecode(exe) else None
         if explicit and (resolved is None or
@@ -219,7 +237,8 @@ def run(spec: dict) -> None:
         exec(compile(spec["layout_probe"], "layout_probe.py", "exec"), probe)  # noqa: S102
         probe["install"](spec["layout_out"])
 
-    sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", "")))
+    sys.addaudithook(_Guard(spec["workdir"], spec["tools"], os.environ.get("PATH", ""),
+                            spec.get("tex_env")))
     sys.argv = ["manim", *spec["manim_argv"]]
     runpy.run_module("manim", run_name="__main__", alter_sys=True)
 

@@ -128,11 +128,14 @@ def _check_results_dir(config: SweepConfig) -> None:
             "resume it")
 
 
-def judge_label(config: SweepConfig) -> str:
-    """Which judge played the model, said plainly (simulated and oracle are not models)."""
+def judge_label(config: SweepConfig, levels: list[float] | None = None) -> str:
+    """Which judge played the model, said plainly (simulated and oracle are not models);
+    `levels`: a noise study's levels, named instead of the config's one noise."""
     options = config.judge_options
     if config.judge == "simulated":
-        return (f"simulated (no model: verdicts from a simulated judge; noise {options.noise:g}, "
+        noise = (f"noise levels {', '.join(f'{x:g}' for x in levels)}" if levels
+                 else f"noise {options.noise:g}")
+        return (f"simulated (no model: verdicts from a simulated judge; {noise}, "
                 f"omit {options.omit_rate:g}, invent {options.invent_rate:g})")
     if config.judge == "oracle":
         return ("oracle (no model: verdicts from an oracle that knows each prompt's expected "

@@ -50,7 +50,8 @@ def analyze_command(
     metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
     rows = console_rows(metrics)
     if rows:
-        table = Table(title="headline: first -> last round mean [95% CI over replicates]")
+        table = Table(title="headline: first -> last round (rounds from 1), mean [95% interval "
+                            "over replicates]")
         for column in rows[0]:
             table.add_column(column, overflow="fold")
         for row in rows:

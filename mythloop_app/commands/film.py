@@ -47,6 +47,9 @@ def film(
                                                       "scene again (no scene cache)."),
     runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
                                                     ".mythloop/runs)."),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="Continue an interrupted film in its run dir RUN_DIR (the "
+        "Ctrl-C / SIGTERM line names it): finished stages and rendered scenes are reused."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Turn PROMPT into a Manim film: six reasoning stages, codegen, verify, render, repair.
@@ -64,11 +67,13 @@ def film(
                               stage_timeout=timeout, render_timeout=render_timeout,
                               fresh=fresh, runs_dir=runs_dir, render_workers=render_workers,
                               voice=voice, burn_subtitles=burn_subtitles,
-                              layout_repair=layout_repair)
+                              layout_repair=layout_repair, resume_dir=resume)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        typer.echo(f"error: {problems}", err=True)
+        from mythloop.checks import plain_errors
+
+        typer.echo(f"error: {plain_errors(exc, _LABELS)}", err=True)
         raise typer.Exit(2) from None
+    _check_before_prefect(request)
     if request.voice and request.render:
         from mythloop.mythos.tts import TTSError, get_engine
 
@@ -78,7 +83,7 @@ def film(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
     typer.echo(f"backend: {backend_label(request)}")
-    with flow_runtime(verbose=verbose):
+    with flow_runtime(verbose=verbose, resume=_resume_line(request)):
         from flows.film import film as film_flow
 
         state = film_flow(request, return_state=True)
@@ -97,6 +102,63 @@ def film(
         typer.echo("video:   (not rendered; pass --render)")
     typer.echo(f"backend: {backend_label(request)}")
     typer.echo(ui_hint())
+
+
+_LABELS = {"prompt": "the prompt", "quality": "-q/--quality", "backend": "--backend",
+           "fallbacks": "--fallback", "stage_timeout": "--timeout"}
+
+
+def _check_before_prefect(request) -> None:
+    """The runs dir and the replay recording, checked before any server starts (exit 2)."""
+    from mythloop.checks import dir_problem, replay_problem
+    from mythloop.settings import get_settings
+
+    runs_root = request.runs_dir or get_settings().resolved_runs_dir
+    problem = dir_problem(runs_root, "runs dir") or dir_problem(runs_root / "mythos", "runs dir")
+    if problem:
+        problem += "; pass another --runs-dir (or M2M_RUNS_DIR)"
+    elif request.resume_dir is not None:
+        problem = _resume_problem(request)
+    elif request.backend == "replay":
+        problem = replay_problem(request.prompt)
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+
+
+def _resume_problem(request) -> str | None:
+    """Why --resume RUN_DIR cannot continue this film (None: it can)."""
+    import json
+
+    manifest = request.resume_dir / "manifest.json"
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("prompt")
+    except (OSError, ValueError, AttributeError):
+        return f"--resume {request.resume_dir} holds no film (no readable manifest.json)"
+    if recorded != request.prompt:
+        return (f"--resume {request.resume_dir} is the film of {recorded!r}, not of "
+                f"{request.prompt!r}")
+    return None
+
+
+def _resume_line(request):
+    """The command that continues this film in its run dir, worked out when it is needed
+    (the flow picks the run dir): this command line plus --resume RUN_DIR."""
+    from mythloop.settings import get_settings
+    from mythloop_app.commands.runtime import resume_command
+
+    parent = (request.runs_dir or get_settings().resolved_runs_dir) / "mythos"
+    before = set(parent.iterdir()) if parent.is_dir() else set()
+
+    def line() -> str:
+        run_dir = request.resume_dir
+        if run_dir is None:
+            new = [p for p in (parent.iterdir() if parent.is_dir() else [])
+                   if p not in before and p.is_dir()]
+            run_dir = max(new, key=lambda p: p.stat().st_mtime) if new else None
+        return resume_command(add={"--resume": str(run_dir)} if run_dir else None)
+
+    return line
 
 
 def backend_label(request) -> str:

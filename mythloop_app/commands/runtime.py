@@ -6,16 +6,18 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["flow_runtime", "ui_hint", "resume_command"]
+__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and kill / systemd / docker stop
 
 _TEMPORARY_APIS: set[str] = set()  # API URLs of the temporary servers this process ran
 
 
 @contextlib.contextmanager
-def flow_runtime(*, verbose: bool = False, resume: str | None = None,
+def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | None = None,
                  stopped: str | None = None) -> Iterator[None]:
     """Run flows from the CLI.
 
@@ -27,10 +29,12 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
       same database as `mythloop server`; flow heartbeats (crash detection for long-lived
       servers) are turned off there, as each flow would otherwise wait ~1 s at exit for
       its heartbeat thread. It is drained, then stopped when the block ends.
-    - Ctrl-C: the flow engine reports the runs under way as Crashed; then this prints one
-      line (`interrupted; rerun the same command to resume: <resume>`), ends the command's
-      child processes, lets the server record the crash and stops it, and exits with 130.
-      A second Ctrl-C stops everything at once. For a command that runs until Ctrl-C
+    - Ctrl-C or SIGTERM (the same path): the flow engine reports the runs under way as
+      Crashed; then this prints one line (`interrupted; rerun the same command to resume:
+      <resume>`), ends the command's child processes (sandboxed renders and their sessions
+      included; a render ended so reports `interrupted`), lets the server record the crash
+      and stops it, and exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+      A second signal stops everything at once. For a command that runs until Ctrl-C
       (`serve`), `stopped` is the line printed instead, and the exit code is 0.
     """
     from mythloop_app.discovery import local_server_url
@@ -46,7 +50,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
 
     import typer
 
-    state = {"server": None, "interrupted": False}
+    from mythloop.procs import STOPPING
+
+    state = {"server": None, "interrupted": False, "code": 130}
 
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
         from mythloop.procs import kill_descendants
@@ -54,13 +60,16 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
         if state["server"] is not None:
             state["server"].stop(grace=0.0)
         kill_descendants(grace=0.5)
-        os._exit(130)
+        os._exit(state["code"])
 
     def on_interrupt(signum, frame):
         if state["interrupted"]:
             return
         state["interrupted"] = True
-        signal.signal(signal.SIGINT, hard_stop)
+        state["code"] = 128 + signum
+        STOPPING.set()  # children that end from here on were stopped, not broken
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, hard_stop)
         if not verbose:  # the one line below says it; Prefect's "Crash detected!" need not
             _quiet_console()
         raise KeyboardInterrupt
@@ -73,9 +82,12 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             typer.echo(stopped)
         else:
             typer.echo("interrupted; rerun the same command to resume: "
-                       f"{resume or resume_command()}", err=True)
+                       f"{_resume_text(resume)}", err=True)
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS}
+    if not verbose:
+        import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
+    quieted = None if verbose else _hide_termination_crash_lines()
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -83,11 +95,16 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
 
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
+                watch = _ServerWatch(state, verbose=verbose,
+                                     resume=None if stopped else (lambda: _resume_text(resume)))
+                stack.callback(watch.stop)  # runs before the server is drained and stopped
+                watch.start(PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"))
                 yield
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, _termination_signal()):
                 # The flow engine has reported the runs under way as Crashed by now.
                 state["interrupted"] = True
-                raise typer.Exit(130) from None
+                STOPPING.set()
+                raise typer.Exit(state["code"]) from None
             finally:
                 if state["interrupted"]:  # what the flows started goes before the server
                     say_interrupted()
@@ -96,7 +113,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
                     server = state["server"]
                     kill_descendants(spare=[server.pgid] if server and server.pgid else [])
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if quieted is not None:
+            quieted()
         if state["interrupted"]:
             say_interrupted()  # if Ctrl-C came while the server was being drained
             if state["server"] is not None:
@@ -106,7 +126,156 @@ def flow_runtime(*, verbose: bool = False, resume: str | None = None,
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
-            os._exit(0 if stopped else 130)
+            os._exit(0 if stopped else state["code"])
+
+
+SERVER_GONE_EXIT = 3  # the Prefect API went away mid-run (1: the run failed, 2: bad input)
+_WATCH_EVERY_S = 0.5  # how often the temporary server's process is looked at
+_HEALTH_EVERY_S = 3.0  # how often another server's /health is asked
+_HEALTH_MISSES = 6  # consecutive unanswered health checks (18-42 s) before giving up
+
+
+class _ServerWatch:
+    """Watches the Prefect API a command runs against; when it goes away mid-run (the
+    temporary server killed, `mythloop server` stopped, its database down), prints one line
+    saying what died and how to resume, ends this command's child processes (sandboxed
+    renders included) and exits with SERVER_GONE_EXIT, instead of tracebacks and a hang
+    while Prefect's client retries."""
+
+    def __init__(self, state: dict, *, verbose: bool,
+                 resume: Callable[[], str] | None) -> None:
+        import threading
+
+        self.state, self.verbose, self.resume = state, verbose, resume
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, api_url: str | None) -> None:
+        import threading
+
+        if not api_url:
+            return
+        self.thread = threading.Thread(target=self._run, args=(api_url,), daemon=True,
+                                       name="mythloop-server-watch")
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+
+    def _run(self, api_url: str) -> None:
+        server = self.state.get("server")
+        if server is not None and server.proc is not None:  # our own temporary server
+            while not self.done.wait(_WATCH_EVERY_S):
+                code = server.proc.poll()
+                if code is not None:
+                    how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                    self._gone(f"the temporary Prefect server (pid {server.proc.pid}) {how} "
+                               f"mid-run; its log: {server.log_path}")
+                    return
+            return
+        from mythloop.procs import http_ok
+
+        misses = 0
+        while not self.done.wait(_HEALTH_EVERY_S):
+            misses = 0 if http_ok(f"{api_url}/health", timeout=4.0) else misses + 1
+            if misses >= _HEALTH_MISSES and not self.done.is_set():
+                self._gone(f"the Prefect server at {api_url} stopped answering mid-run "
+                           "(stopped, or its database is down); start it again")
+                return
+
+    def _gone(self, what: str) -> None:
+        if self.done.is_set() or self.state.get("interrupted"):
+            return
+        import typer
+
+        from mythloop.procs import STOPPING, kill_descendants
+
+        self.state["gone"] = True
+        STOPPING.set()
+        if not self.verbose:
+            _quiet_console()  # Prefect's client errors about the lost API add nothing
+        hint = (f", then rerun the same command to resume: {self.resume()}" if self.resume
+                else ", then start this command again")
+        with contextlib.suppress(Exception):
+            typer.echo(f"error: {what}{hint}", err=True)
+        kill_descendants(grace=1.0)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(SERVER_GONE_EXIT)
+
+
+def _resume_text(resume: str | Callable[[], str] | None) -> str:
+    """The resume command: given, computed when asked (a film's run dir), or this argv."""
+    with contextlib.suppress(Exception):
+        text = resume() if callable(resume) else resume
+        if text:
+            return text
+    return resume_command()
+
+
+def _termination_signal() -> type[BaseException]:
+    """Prefect's TerminationSignal: its SIGTERM bridge raises it inside a flow run, reports
+    the run Crashed, then hands SIGTERM back to this module's handler."""
+    from prefect.exceptions import TerminationSignal
+
+    return TerminationSignal
+
+
+class _NoTerminationCrash:
+    """Console filter: drops Prefect's "Crash detected! Execution was aborted (interrupted)
+    by a termination signal", logged by its SIGTERM bridge before this module's handler runs
+    and quiets the console; the one `interrupted; ...` line says it. The API still gets it."""
+
+    def filter(self, record) -> bool:
+        return "by a termination signal" not in str(record.getMessage())
+
+
+def _hide_termination_crash_lines():
+    """Add the filter to every console handler; returns the function that removes it."""
+    import logging
+
+    flt = _NoTerminationCrash()
+    handlers = [h for logger in [logging.getLogger(), *(
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger))]
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    for handler in handlers:
+        handler.addFilter(flt)
+
+    def remove() -> None:
+        for handler in handlers:
+            handler.removeFilter(flt)
+    return remove
+
+
+@contextlib.contextmanager
+def stop_signals(resume: str) -> Iterator[None]:
+    """For a command without flows (`render`): SIGTERM and Ctrl-C raise KeyboardInterrupt
+    (so what runs ends its child sessions on the way out), then one line
+    `interrupted; rerun the same command to resume: <resume>` and exit 128 + the signal."""
+    import typer
+
+    from mythloop.procs import STOPPING
+
+    got: dict[str, int] = {}
+
+    def handler(signum, frame):
+        if got:
+            return
+        got["code"] = 128 + signum
+        STOPPING.set()
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; rerun the same command to resume: {resume}", err=True)
+        raise typer.Exit(got.get("code", 130)) from None
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:

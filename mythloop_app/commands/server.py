@@ -176,6 +176,12 @@ def serve(
     from mythloop.settings import get_settings
 
     settings = get_settings()
+    from mythloop.checks import cron_problem
+
+    problem = cron_problem(cron or settings.schedule_cron, timezone or settings.timezone)
+    if problem:  # checked here, before looking for (or waiting on) a server
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     api_url = _find_server(wait)
     if not api_url:
         given = os.environ.get("PREFECT_API_URL")
@@ -204,6 +210,9 @@ def serve(
         finally:
             if preview is not None:
                 preview.stop()
+        # serve_all returns when Prefect's runner took a SIGTERM (it handles that signal
+        # itself, cancelling what it runs): the same line as Ctrl-C's
+        typer.echo("stopped serving")
 
 
 def _start_preview(api_url: str, port: int | None):

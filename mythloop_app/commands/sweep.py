@@ -99,7 +99,9 @@ def sweep(
             concurrency=concurrency, task_per_turn=task_per_turn,
             parallel_shards=parallel_shards)
     except ValidationError as exc:
-        _fail("; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in exc.errors()))
+        from mythloop.checks import plain_errors
+
+        _fail(plain_errors(exc, {"prompts_file": "--prompts"}))
     # Pool, prompts and results dir are checked here, before a Prefect server starts.
     try:
         if len(levels) > 1:  # a noise study: D holds the study, each level its own sweep
@@ -111,6 +113,11 @@ def sweep(
             checked = check_inputs(config)
     except ValueError as exc:
         _fail(one_line(exc))
+    from mythloop.checks import dir_problem
+
+    problem = dir_problem(config.results_dir, "results dir")
+    if problem:  # e.g. under /proc, or under a file: one line now, not tracebacks later
+        _fail(f"{problem}; pass another --results-dir")
     for issue in checked.catalog.issues:
         typer.echo(f"warning: invalid skill left out of the pool: {one_line(issue)}", err=True)
     resume = resume_command(add={"--results-dir": str(config.results_dir)})
@@ -129,14 +136,8 @@ def sweep(
     if checked.catalog.issues:
         typer.echo(f"note: {len(checked.catalog.issues)} invalid SKILL.md left out of the pool; "
                    "listed in sweep.json and the report's Data issues (--strict stops on them)")
-    typer.echo(f"judge:   {judge_label(config)}")
+    typer.echo(f"judge:   {judge_label(config, levels if len(levels) > 1 else None)}")
     typer.echo(ui_hint())
-
-
-def _option(loc: tuple) -> str:
-    """The CLI option behind a SweepConfig field ("judge_options.noise" -> --noise)."""
-    name = str(loc[-1]) if loc else "config"
-    return "--prompts" if name == "prompts_file" else "--" + name.replace("_", "-")
 
 
 def _fail(message: str) -> None:

@@ -25,9 +25,15 @@ def verify(
                                       "art-direction lint (light paper + no black)."),
 ) -> None:
     """Statically check a generated scene; exit 1 with FILE:LINE: reason when rejected."""
+    from mythloop.mythos.render import scene_names
     from mythloop.mythos.verify import verify_scene
 
-    result = verify_scene(_read(file), prompt=prompt)
+    code = _read(file)
+    result = verify_scene(code, prompt=prompt)
+    if result.ok and not scene_names(code):  # render would say the same, much later
+        typer.echo(f"{file}:1: defines no Scene subclass (a class deriving from Scene with a "
+                   "construct method); there is nothing to render")
+        raise typer.Exit(1)
     if result.ok:
         typer.echo(f"ok: {file} passed verify")
         return
@@ -76,9 +82,12 @@ def render(
     def progress(line: str) -> None:
         typer.echo(line, err=True)
 
-    try:
-        result = render_scene(file, scene=scene, quality=quality, timeout=timeout, out_dir=out,
-                              progress=None if quiet else progress)
+    from mythloop_app.commands.runtime import resume_command, stop_signals
+
+    try:  # SIGTERM is Ctrl-C: the sandboxed render and its sessions end with this command
+        with stop_signals(resume_command()):
+            result = render_scene(file, scene=scene, quality=quality, timeout=timeout,
+                                  out_dir=out, progress=None if quiet else progress)
     except OSError as exc:
         typer.echo(f"error: cannot use the render dir: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -1,0 +1,145 @@
+"""Honest statistics: no band below 3 replicates, no claim from a zero-width interval, the
+Conclusion names a round file cut mid-line, one round numbering, a study names its levels.
+
+Each test runs the real analysis (`mythloop.analysis.analyze` on a results dir built from
+tests/data/results_small) and reads what it wrote: metrics.json, report.md, the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mythloop.analysis import analyze
+
+RESULTS_SMALL = Path(__file__).resolve().parent / "data" / "results_small"
+
+
+def _copy_cell(root: Path, src: str, cond: str, rep: int) -> None:
+    """A replicate folder made from another one (rows relabelled): the same numbers."""
+    target = root / f"{cond}-rep{rep}"
+    target.mkdir()
+    for file in (RESULTS_SMALL / src).iterdir():
+        lines = []
+        for line in file.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            row["replicate"] = rep
+            if "session_id" in row:
+                row["session_id"] = row["session_id"].replace(src, f"{cond}-rep{rep}")
+            lines.append(json.dumps(row))
+        (target / file.name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
+
+@pytest.fixture()
+def three_identical(tmp_path) -> Path:
+    """c0 and c3 with 3 replicates each, every replicate a copy of rep1: the per-replicate
+    differences are all equal, so every interval of a difference has zero width."""
+    root = tmp_path / "three"
+    root.mkdir()
+    sweep = json.loads((RESULTS_SMALL / "sweep.json").read_text(encoding="utf-8"))
+    sweep["replicates"] = 3
+    (root / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
+    for cond in ("c0", "c3"):
+        for rep in (1, 2, 3):
+            _copy_cell(root, f"{cond}-rep1", cond, rep)
+    return root
+
+
+def _figure_bands(metrics: dict, key: str) -> tuple[int, str]:
+    """(filled bands drawn, caption) of one by-round figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
+
+    from mythloop.analysis.plots import _by_round
+
+    fig = _by_round(metrics, key, "t", "y", "")
+    try:
+        bands = sum(isinstance(c, PolyCollection) for ax in fig.axes for c in ax.collections)
+        caption = " ".join(t.get_text() for t in fig.texts)
+    finally:
+        plt.close(fig)
+    return bands, caption
+
+
+def test_two_replicates_draw_no_band_and_say_so(tmp_path):
+    root = tmp_path / "two"
+    shutil.copytree(RESULTS_SMALL, root)
+    result = analyze(root)
+    metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
+    for key in ("in_distribution.hit@3", "trap.trap_win_rate", "trap.twin_rank"):
+        bands, caption = _figure_bands(metrics, key)
+        assert bands == 0
+        assert "no band" in caption and "bootstrap" not in caption
+    report = result.report_path.read_text(encoding="utf-8")
+    headline = report.split("## Headline", 1)[1].split("##", 1)[0]
+    table = headline.split("|", 1)[1]  # the table, after the sentence that names the method
+    assert "n too small" in table and not re.search(r"\[[-+]?\d", table)
+
+
+def test_three_replicates_draw_a_t_band(three_identical):
+    # make one replicate of c3 differ, so the intervals have width
+    cell = three_identical / "c3-rep3" / "round_1.jsonl"
+    rows = [json.loads(x) for x in cell.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["prompt_id"] != rows[0]["prompt_id"]]  # a miss
+    cell.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    metrics = json.loads(analyze(three_identical).metrics_path.read_text(encoding="utf-8"))
+    bands, caption = _figure_bands(metrics, "in_distribution.hit@3")
+    assert bands == 2 and "Student t interval" in caption
+    assert metrics["per_round"]["c3"]["1"]["in_distribution.hit@3"]["method"] == "t"
+
+
+def test_a_zero_width_interval_is_never_a_claim(three_identical):
+    result = analyze(three_identical)
+    metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
+    last = str(metrics["last_round"])
+    diffs = metrics["differences"]["c3-c0"]["per_round"][last]
+    moved = [k for k, d in diffs.items() if d["mean"] != 0 and d["lo"] == d["hi"]]
+    assert moved, "the fixture should give non-zero differences with no spread"
+    conclusion = next(x for x in result.report_path.read_text(encoding="utf-8").splitlines()
+                      if x.startswith("**Conclusion**"))
+    assert "better on" not in conclusion and "worse on" not in conclusion
+    assert "C3 does not beat C0" in conclusion
+    assert "not claimed, every replicate gave the same difference" in conclusion
+    assert "(no spread)" in result.report_path.read_text(encoding="utf-8")
+
+
+def test_a_round_file_cut_mid_line_is_named_in_the_conclusion(three_identical):
+    cell = three_identical / "c3-rep2" / "round_1.jsonl"
+    text = cell.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    cut = len(lines) - 3
+    cell.write_text("\n".join(lines[:cut - 1]) + "\n" + lines[cut - 1][:40], encoding="utf-8")
+    result = analyze(three_identical)
+    report = result.report_path.read_text(encoding="utf-8")
+    caveat = next(x for x in report.splitlines() if x.startswith("**Based on incomplete data**"))
+    assert f"c3-rep2/round_1.jsonl cut at line {cut}" in caveat
+    assert "C3 - C0 at round 2 of 2" in caveat
+    assert report.index("**Based on incomplete data**") < report.index("## What was run")
+
+
+def test_rounds_are_numbered_from_1_in_terminal_report_and_plots(tmp_path):
+    from typer.testing import CliRunner
+
+    from mythloop_app.cli import app
+
+    root = tmp_path / "two"
+    shutil.copytree(RESULTS_SMALL, root)
+    out = CliRunner().invoke(app, ["analyze", str(root)])
+    assert out.exit_code == 0, out.output
+    assert "round 1 -> 2" in out.stdout and " r0 " not in out.stdout
+    report = (root / "report.md").read_text(encoding="utf-8")
+    assert "round 1 of 2" in report and "round 2 of 2" in report
+    assert "round 0 of" not in report
+
+
+def test_a_noise_studys_judge_line_names_its_levels():
+    from mythloop.sweep import JudgeOptions, SweepConfig
+    from mythloop.sweep.inputs import judge_label
+
+    config = SweepConfig(judge_options=JudgeOptions(noise=0.0))
+    assert "noise levels 0, 0.2, 0.4" in judge_label(config, [0.0, 0.2, 0.4])
+    assert "noise 0," in judge_label(config)
