@@ -36,7 +36,14 @@ def sweep(
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
     pool: Path | None = typer.Option(None, help="Skill pool folder (default: bundled pool)."),
     prompts: Path | None = typer.Option(None, "--prompts",
-                                        help="Prompts YAML (default: bundled prompts.yaml)."),
+                                        help="Prompts YAML (default: bundled prompts.yaml), or "
+                                             'a JSON list of {"id", "text", "expected"} rows '
+                                             "(a benchmark's labelled queries, all learned "
+                                             "from)."),
+    held_out: Path | None = typer.Option(
+        None, "--held-out",
+        help="Extra held-out prompts (JSON rows as --prompts, or YAML): measured every round, "
+             "never learned from."),
     embedder: str | None = typer.Option(None, help="Sentence-transformers model path or name."),
     turn_timeout: float | None = typer.Option(None, help="Seconds per learning turn."),
     seed: int | None = typer.Option(None, help="Base seed (default: the prompts file's)."),
@@ -93,7 +100,7 @@ def sweep(
             judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
                                        omit_rate=omit_rate, invent_rate=invent_rate,
                                        model=model),
-            pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
+            pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict,
             concurrency=concurrency, task_per_turn=task_per_turn,
@@ -113,6 +120,8 @@ def sweep(
         _fail(one_line(exc))
     for issue in checked.catalog.issues:
         typer.echo(f"warning: invalid skill left out of the pool: {one_line(issue)}", err=True)
+    for warning in checked.catalog.warnings:
+        typer.echo(f"warning: skill kept: {one_line(warning)}", err=True)
     resume = resume_command(add={"--results-dir": str(config.results_dir)})
     with flow_runtime(verbose=verbose, resume=resume):
         from flows.feedback_loop import sweep as sweep_flow
@@ -136,7 +145,9 @@ def sweep(
 def _option(loc: tuple) -> str:
     """The CLI option behind a SweepConfig field ("judge_options.noise" -> --noise)."""
     name = str(loc[-1]) if loc else "config"
-    return "--prompts" if name == "prompts_file" else "--" + name.replace("_", "-")
+    if name in ("prompts_file", "heldout_file"):
+        return "--prompts" if name == "prompts_file" else "--held-out"
+    return "--" + name.replace("_", "-")
 
 
 def _fail(message: str) -> None:
