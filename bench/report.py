@@ -467,7 +467,13 @@ def _metatool(part: dict) -> list[str]:
     held = f["heldout"]
     last = {c: rows[-1] for c, rows in held.items() if rows}
     base = held.get("c0", [{}])[0]
-    out = [f"`mythloop {f['command']}`", "",
+    command = f["command"].removeprefix("mythloop_app.cli ")
+    full = f.get("rounds") == 4 and all(f" {c}" in command for c in ("c0", "c3", "c4"))
+    out = [f"`mythloop {command}`", ""]
+    if not full:
+        out += ["**Reduced run** (not the issue's c0 c3 c4 x 4 rounds): the wall and memory "
+                "targets are for the full command, which was not completed here.", ""]
+    out += [
            f"Wall of the whole command {f['wall_s']:.0f} s (target <= 600 s), peak memory of its "
            f"process tree {f['peak_tree_rss_mb']:.0f} MB (target <= 1,536 MB); load "
            f"{f['load_before']} before, {f['load_after']} after.", "",
@@ -489,7 +495,10 @@ def _metatool(part: dict) -> list[str]:
             out += ["", f"Ranking with 199 skills and the {cond} store after the sweep "
                         f"({lat['verdicts']:,} verdict reasons, {lat['contexts']:,} contexts): "
                         f"p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms after the query "
-                        "embedding (target p50 <= 2 ms)."]
+                        "embedding, with one BLAS thread (target p50 <= 2 ms); with the "
+                        "default BLAS threads on this busy machine p50 "
+                        f"{lat.get('p50_default_threads', float('nan')):.2f} ms (the threads "
+                        "spin-wait for CPUs other work holds)."]
     bm = f["bm25"]
     rounds = f.get("rounds", 4)
     out += ["", "### Side by side on dev (hit@1 / hit@5 / MRR)", "",
@@ -501,7 +510,7 @@ def _metatool(part: dict) -> list[str]:
     for cond in ("c3", "c4"):
         if cond in last:
             r = last[cond]
-            out.append(f"| learned router {cond.upper()} after {rounds - 1} learning rounds "
+            out.append(f"| learned router {cond.upper()} after {rounds - 1} learning round(s) "
                        f"(noise {f['noise']:g}) | {r['hit@1']:.3f} | {r['hit@5']:.3f} | "
                        f"{r['mrr']:.3f} |")
     out += [f"| {name} | {h1:.3f} | {h5:.3f} | — |" for name, h1, h5 in PUBLISHED_TOOLE]
