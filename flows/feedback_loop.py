@@ -39,8 +39,8 @@ import mythloop
 from mythloop.fileio import write_json_atomic
 from mythloop.llm import LLM_TAG
 from mythloop.settings import get_settings
-from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
-from mythloop.sweep.config import default_results_dir
+from mythloop.sweep import ConditionRun, SweepConfig
+from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
 from tasks.analysis import analyze_results, artifact_key
@@ -78,7 +78,7 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                   progress_artifact_id: str | None = None, progress_base: int = 0,
                   progress_total: int = 0) -> dict:
     """One condition x replicate in its own sandbox: rounds of measure -> learn."""
-    prompts, base_seed = load_prompts(config.resolved_prompts_file())
+    prompts, base_seed = load_sweep_prompts(config)
     run = ConditionRun(config=config, cond=cond, replicate=replicate,
                        results_dir=Path(results_dir), catalog=_catalog(config.resolved_pool()),
                        prompts=prompts, base_seed=config.seed if config.seed is not None
@@ -244,6 +244,7 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
                                                 else None),
         "embedder": embedder, "pool": str(config.resolved_pool()),
         "prompts_file": str(config.resolved_prompts_file()), "prompts": len(prompts),
+        "heldout_file": (str(config.resolved_heldout_file()) if config.heldout_file else None),
         # Invalid SKILL.md files left out of the pool (the report lists them as data issues).
         "catalog_issues": checked.catalog_issues(),
         "seed": seed,
@@ -346,6 +347,7 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
         "results_dir": results_dir, "shard_deployment": None, "shard_timeout": None,
         "pool": config.resolved_pool() if config.pool else None,
         "prompts_file": config.resolved_prompts_file() if config.prompts_file else None,
+        "heldout_file": config.resolved_heldout_file(),
     }).model_dump(mode="json")
     runs = {}
     for cond, replicate in shard_plan(config):

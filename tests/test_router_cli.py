@@ -60,3 +60,23 @@ def test_tags_from_stdin_and_file(tmp_path):
     path.write_text(text)
     assert json.loads(run("tags", str(path)).stdout)[0]["name"] == "a"
     assert run("tags", str(tmp_path / "absent.md")).exit_code == 2
+
+
+REAL_SKILLS = Path("/work/shared/benchmarks/real-skills")
+
+
+def test_route_ranks_every_real_skill_and_warns_on_long_ones(tmp_path):
+    if not REAL_SKILLS.is_dir():
+        import pytest
+
+        pytest.skip("shared benchmark folder not present")
+    folders = sorted(p.parent.name for p in REAL_SKILLS.glob("*/SKILL.md"))
+    res = run("route", "plan my week", "--pool", str(REAL_SKILLS), "--store",
+              str(tmp_path / "s.db"), "--top-k", "50", "--json")
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout)
+    assert payload["skills"] == len(folders) and payload["catalog_issues"] == 0
+    assert sorted(r["name"] for r in payload["ranked"]) == folders
+    warned = [line for line in res.stderr.splitlines() if line.startswith("catalog warning:")]
+    assert {Path(line.split(": ")[1]).parent.name for line in warned} == {
+        "claude-api", "writing-skills"}

@@ -212,7 +212,10 @@ def _agreement_expected(catalog, embedder, history, query, related_k):
 
 def test_agreement_matches_hand_computed_formula(tmp_path, catalog, embedder):
     store = build_store(tmp_path / "s.db", catalog, embedder)
-    settings = get_settings(eval_blend=True, related_k=40)
+    # C4's benchmark levers (context weight, nearest-k contexts, lexical) set to C3's values:
+    # the agreement gating alone (test_c4_levers below covers the levers).
+    settings = get_settings(eval_blend=True, related_k=40, c4_w_context=W["context"],
+                            c4_context_k=0, c4_w_lexical=0.0)
     c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
     c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
                                     agreement=True).rank(QUERY, top_k=None)}
@@ -253,3 +256,29 @@ def test_agreement_demotes_a_credibly_harmful_skill_and_spares_a_flipped_real_on
     assert c3["regex-debugger"].score == -1.0
     assert c4["regex-debugger"].score > c4["regex-debugger"].breakdown["semantic"] > 0
     assert c4["regex-debugger"].rank == 1
+
+
+def test_c4_levers_nearest_contexts_and_lexical(tmp_path, catalog, embedder):
+    """C4 matches only the k past prompts nearest the query (over all skills) and adds BM25
+    over name + description; C3 keeps neither."""
+    store = build_store(tmp_path / "s.db", catalog, embedder)
+    base = dict(eval_blend=True, related_k=40, c4_w_context=W["context"], c4_w_lexical=0.0)
+    wide = Router(catalog, store, embedder, get_settings(**base, c4_context_k=0),
+                  agreement=True).rank(QUERY, top_k=None)
+    near = Router(catalog, store, embedder, get_settings(**base, c4_context_k=1),
+                  agreement=True).rank(QUERY, top_k=None)
+    with_ctx = [r.name for r in wide if r.breakdown["help_match"] or r.breakdown["harm_match"]]
+    near_ctx = [r.name for r in near if r.breakdown["help_match"] or r.breakdown["harm_match"]]
+    assert len(with_ctx) > 1 and len(near_ctx) <= 2 and set(near_ctx) <= set(with_ctx)
+    lex = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5}),
+                 agreement=True).rank(QUERY, top_k=None)
+    c3 = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5})).rank(
+        QUERY, top_k=None)
+    assert max(r.breakdown["lexical"] for r in lex) == pytest.approx(1.0)
+    assert all(r.breakdown["lexical"] == 0.0 for r in c3)
+    plain = {r.name: r.score for r in Router(catalog, store, embedder, get_settings(**base),
+                                             agreement=True).rank(QUERY, top_k=None)}
+    for row in lex:
+        if row.score != -1.0:  # archived stays -1
+            assert row.score == pytest.approx(plain[row.name] + 0.5 * row.breakdown["lexical"]
+                                              * row.breakdown["status_mult"], abs=1e-6)

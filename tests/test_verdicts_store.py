@@ -54,18 +54,20 @@ def test_retried_write_is_a_noop(tmp_path):
     assert store.record_verdict(VerdictIn("turn-1", "alpha", "claude", "HARMFUL", "same reason text")).inserted
 
 
-def test_contexts_keep_three_most_recent_per_polarity(tmp_path):
+def test_contexts_keep_the_most_recent_per_polarity(tmp_path):
+    from mythloop.verdicts.store import CONTEXTS_KEPT
+
     store = VerdictStore(tmp_path / "s.db")
     vec = np.array([1, 0], np.float32)
-    for i in range(5):
+    for i in range(CONTEXTS_KEPT + 2):
         store.record_verdict(VerdictIn(f"t{i}", "alpha", "h", "HELPFUL", f"helpful reason {i}",
                                        f"query {i}", vec, vec, "m"))
     store.record_verdict(VerdictIn("t9", "alpha", "h", "HARMFUL", "harmful reason", "query bad", vec, vec, "m"))
     snap = store.snapshot()
     helpful = [c.text for c in snap.contexts if not c.harmful]
-    assert helpful == ["query 2", "query 3", "query 4"]
+    assert helpful == [f"query {i}" for i in range(2, CONTEXTS_KEPT + 2)]
     assert [c.text for c in snap.contexts if c.harmful] == ["query bad"]
-    assert len(snap.reasons) == 6
+    assert len(snap.reasons) == CONTEXTS_KEPT + 3
     assert np.array_equal(snap.reasons[0].vec, vec) and snap.reasons[0].model_id == "m"
 
 

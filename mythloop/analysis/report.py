@@ -308,6 +308,23 @@ def _count(s: dict[str, Any] | None) -> str:
     return "—" if not s else f"{s['mean']:.1f}"
 
 
+def _heldout_rounds_section(m: dict[str, Any]) -> list[str]:
+    """Held-out hit@1, hit@5 and MRR at every round of every condition (only when the sweep
+    measured held-out prompts with an expected skill); C0's round 0 is the baseline."""
+    rows = []
+    for cond in m["conditions"]:
+        for r, s in sorted(m["per_round"].get(cond, {}).items(), key=lambda kv: int(kv[0])):
+            if "heldout.hit@1" in s:
+                rows.append([cond, round_label(m, int(r)),
+                             *(fmt(s.get(f"heldout.{k}"), 3) for k in ("hit@1", "hit@5", "mrr"))])
+    if not rows:
+        return []
+    return ["## Held-out prompts per round", "",
+            "Measured every round, never learned from; c0 at its first round (before any "
+            "learning) is the baseline.", "",
+            *_table(["cond", "round", "hit@1", "hit@5", "MRR"], rows)]
+
+
 def _verdict_section(m: dict[str, Any]) -> list[str]:
     keys = [
         ("verdicts.accuracy", "verdict accuracy"),
@@ -431,6 +448,7 @@ def render_report(metrics: dict[str, Any]) -> str:
         *_figures_section(),
         *_pairs_section(metrics),
         *_detail_section(metrics),
+        *_heldout_rounds_section(metrics),
         *_verdict_section(metrics),
         *_status_section(metrics),
         *_failures_section(metrics),

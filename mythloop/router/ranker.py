@@ -1,9 +1,16 @@
 """Verdict-blended skill ranking, vectorised with numpy over all skills.
 
     final = ( semantic
+            + w_lexical * lexical
             + w_count   * count_bonus
             + w_context * (help_match - w_harm * harm_match)
             + w_related * (related_helpful - related_harmful) ) * status_mult
+
+C3 matches each skill's 3 newest past prompts per polarity and has no lexical term. C4 adds
+`w_lexical * lexical` (BM25 over name + description, the best skill scoring 1), matches the
+query against the c4_context_k kept past prompts nearest it over all skills (a skill none of
+them belongs to gets no context term), and weights the context terms with c4_w_context
+(docs/blend.md).
 
 archived forces final = -1.0; blend off gives final = semantic.
 
@@ -36,10 +43,12 @@ __all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "AGREEMENT_PRIOR", "AGREEM
 AGREEMENT_PRIOR = (1.0, 1.0)
 """C4: Beta prior pseudo-counts (harmful a0, helpful b0) on a skill's harmful share."""
 AGREEMENT_CREDIBILITY = 0.9
+C3_CONTEXTS = 3
+"""C3: past prompts per skill and polarity its context terms match (the newest)."""
 """C4: posterior probability P(harmful share > 1/2) a skill needs before it is demoted."""
 
 BREAKDOWN_KEYS = (
-    "semantic", "count_bonus", "help_match", "harm_match",
+    "semantic", "lexical", "count_bonus", "help_match", "harm_match",
     "related_helpful", "related_harmful", "status_mult", "final",
 )
 
@@ -120,6 +129,11 @@ class Router:
             "count": settings.w_count, "context": settings.w_context,
             "harm": settings.w_harm, "related": settings.w_related,
         }
+        self.c4_weights = {**self.weights, "context": settings.c4_w_context,
+                           "lexical": settings.c4_w_lexical}
+        self.weights["lexical"] = 0.0
+        self.c4_context_k = max(0, int(settings.c4_context_k))
+        self._lexical = None  # BM25 index, built on first use
         self.related_k = max(0, int(settings.related_k))
         self.index = {s.name: i for i, s in enumerate(skills)}
         n = len(skills)
@@ -153,15 +167,26 @@ class Router:
             return self._arrays
         with self._lock:
             snap = self.store.snapshot()
-            self._arrays = build_arrays(snap, self.index, self.dim, self.model_id, self.embedder)
+            self._arrays = build_arrays(snap, self.index, self.dim, self.model_id, self.embedder,
+                                        contexts_kept=None if self.agreement else C3_CONTEXTS)
             self._version = snap.version
             return self._arrays
 
-    def score_vector(self, qvec: np.ndarray) -> dict[str, np.ndarray]:
-        """Every breakdown term for every skill, for a normalised query vector."""
-        return self._score(qvec, self.refresh() if self.blend else None)
+    def score_vector(self, qvec: np.ndarray, query: str | None = None) -> dict[str, np.ndarray]:
+        """Every breakdown term for every skill, for a normalised query vector (and the query
+        text, which the lexical signal needs)."""
+        return self._score(qvec, self.refresh() if self.blend else None, query)
 
-    def _score(self, qvec: np.ndarray, a: VerdictArrays | None) -> dict[str, np.ndarray]:
+    def _lexical_scores(self, query: str) -> np.ndarray:
+        """BM25 of the query over the skills' name + description, best skill = 1."""
+        if self._lexical is None:
+            from mythloop.router.lexical import BM25
+
+            self._lexical = BM25([f"{name_text(s.name)} {s.description}" for s in self.skills])
+        return self._lexical.normalised(query)
+
+    def _score(self, qvec: np.ndarray, a: VerdictArrays | None,
+               query: str | None = None) -> dict[str, np.ndarray]:
         """score_vector with the verdict arrays already read (one store read per ranking)."""
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         n = len(self.skills)
@@ -169,12 +194,15 @@ class Router:
         semantic = sims.max(axis=0).astype(np.float64)
         zeros = np.zeros(n)
         if not self.blend:
-            return {"semantic": semantic, "count_bonus": zeros, "help_match": zeros,
+            return {"semantic": semantic, "lexical": zeros, "count_bonus": zeros, "help_match": zeros,
                     "harm_match": zeros, "related_helpful": zeros, "related_harmful": zeros,
                     "status_mult": np.ones(n), "final": semantic}
-        w = self.weights
-        help_match = a.help.max_per_skill(q, n)
-        harm_match = a.harm.max_per_skill(q, n)
+        w = self.c4_weights if self.agreement else self.weights
+        k = self.c4_context_k if self.agreement else 0
+        help_match = a.help.max_per_skill(q, n, k)
+        harm_match = a.harm.max_per_skill(q, n, k)
+        lexical = (self._lexical_scores(query) if w["lexical"] and query is not None
+                   else zeros)
         rel_help, rel_harm = a.related(q, n, self.related_k)
         total = a.helpful + a.harmful
         count_bonus = np.where(
@@ -189,18 +217,21 @@ class Router:
             rel_harm = np.where(credible, rel_harm, 0.0)
             mult = np.where(credible, mult, np.maximum(mult, 1.0))
             archived = archived & credible
-        final = (semantic + w["count"] * count_bonus
+        final = (semantic + w["lexical"] * lexical + w["count"] * count_bonus
                  + w["context"] * (help_match - w["harm"] * harm_match)
                  + w["related"] * (rel_help - rel_harm)) * mult
         final = np.where(archived, -1.0, final)
-        return {"semantic": semantic, "count_bonus": count_bonus, "help_match": help_match,
+        return {"semantic": semantic, "lexical": lexical, "count_bonus": count_bonus,
+                "help_match": help_match,
                 "harm_match": harm_match, "related_helpful": rel_help, "related_harmful": rel_harm,
                 "status_mult": mult, "final": final}
 
-    def rank_vector(self, qvec: np.ndarray, top_k: int | None = 10) -> list[RankedSkill]:
-        """Rank for a normalised query vector; top_k None or <= 0 returns every skill."""
+    def rank_vector(self, qvec: np.ndarray, top_k: int | None = 10,
+                    query: str | None = None) -> list[RankedSkill]:
+        """Rank for a normalised query vector; top_k None or <= 0 returns every skill.
+        The query text, when given, feeds the lexical signal."""
         a = self.refresh()  # counters and status are reported with the blend off too
-        terms = self._score(qvec, a)
+        terms = self._score(qvec, a, query)
         final = terms["final"]
         n = final.shape[0]
         k = n if not top_k or top_k <= 0 else min(int(top_k), n)
@@ -223,7 +254,7 @@ class Router:
         """Embed the query and rank the catalog for it."""
         if self.embedder is None:
             raise RuntimeError("this router was built from vectors without an embedder; use rank_vector")
-        return self.rank_vector(self.embedder.embed_one(query), top_k)
+        return self.rank_vector(self.embedder.embed_one(query), top_k, query)
 
 
 def synthetic_skill(name: str) -> Skill:

@@ -35,12 +35,22 @@ class Groups:
         starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
         return cls(mat, starts, idx[starts])
 
-    def max_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
-        """Highest cosine with q per skill; 0 for skills without vectors."""
+    def max_per_skill(self, q: np.ndarray, n: int, k: int = 0) -> np.ndarray:
+        """Highest cosine with q per skill; 0 for skills without vectors. With k > 0 only the
+        k vectors nearest q (over all skills) count: a skill none of them belongs to gets 0."""
         out = np.zeros(n)
-        if self.vecs.shape[0]:
-            out[self.skills] = np.maximum.reduceat(self.vecs @ q, self.starts)
-        return out
+        m = self.vecs.shape[0]
+        if not m:
+            return out
+        sims = self.vecs @ q
+        if k <= 0 or k >= m:
+            out[self.skills] = np.maximum.reduceat(sims, self.starts)
+            return out
+        top = np.argpartition(-sims, k - 1)[:k]
+        owner = self.skills[np.searchsorted(self.starts, top, side="right") - 1]
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, owner, sims[top].astype(np.float64))
+        return np.where(np.isneginf(best), 0.0, best)
 
 
 @dataclass(frozen=True)
@@ -115,9 +125,22 @@ def _usable(rows: list[VectorRow], index: dict[str, int], dim: int, model_id: st
             for r, ok in zip(keep, good, strict=True)]
 
 
+def _newest(rows: list[VectorRow], keep: int) -> list[VectorRow]:
+    """The `keep` newest context rows per skill and polarity (rows come oldest first)."""
+    seen: dict[tuple[str, bool], int] = {}
+    out = []
+    for row in reversed(rows):
+        key = (row.skill_name, bool(row.harmful))
+        if seen.get(key, 0) < keep:
+            seen[key] = seen.get(key, 0) + 1
+            out.append(row)
+    return out[::-1]
+
+
 def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id: str,
-                 embedder=None) -> VerdictArrays:
-    """Arrays for the skills in `index` from a store snapshot."""
+                 embedder=None, contexts_kept: int | None = None) -> VerdictArrays:
+    """Arrays for the skills in `index` from a store snapshot; `contexts_kept` limits the
+    contexts to the newest few per skill and polarity."""
     base = VerdictArrays.empty(len(index), dim)
     codes = {s: i for i, s in enumerate(STATUSES)}
     for name, c in snap.counters.items():
@@ -125,7 +148,8 @@ def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id:
         if i is not None:
             base.helpful[i], base.harmful[i], base.streak[i] = c.helpful, c.harmful, c.streak
             base.status_code[i] = codes.get(c.status, 0)
-    ctx = _usable(snap.contexts, index, dim, model_id, embedder)
+    contexts = snap.contexts if contexts_kept is None else _newest(snap.contexts, contexts_kept)
+    ctx = _usable(contexts, index, dim, model_id, embedder)
     rsn = _usable(snap.reasons, index, dim, model_id, embedder)
     help_rows = [(i, v) for i, h, v in ctx if not h]
     harm_rows = [(i, v) for i, h, v in ctx if h]

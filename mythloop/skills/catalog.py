@@ -6,7 +6,11 @@ Rules follow the Agent Skills specification: YAML frontmatter with `name`
 (a map) and `allowed-tools`; nothing else. An invalid skill becomes a
 CatalogIssue with its file and the reason, and is left out of the catalog --
 never dropped silently (the published run lost every verdict of a skill whose
-folder name differed from its `name`).
+folder name differed from its `name`). Only an unreadable file, broken
+frontmatter or a bad/missing name or description drops a skill: a description
+over 1,024 characters or a body over 500 lines (both common in public skill
+libraries) is a warning (Catalog.warnings, one line naming the file) and the
+skill is kept.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["TIERS", "Catalog", "CatalogIssue", "Skill", "load_catalog", "load_skill"]
+__all__ = ["TIERS", "Catalog", "CatalogIssue", "Skill", "load_catalog", "load_skill",
+           "size_warnings"]
 
 TIERS = ("real", "poisoned", "competing", "noise")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -61,6 +66,8 @@ class Catalog:
 
     skills: list[Skill]
     issues: list[CatalogIssue] = field(default_factory=list)
+    warnings: list[CatalogIssue] = field(default_factory=list)
+    """Kept skills that break a size rule of the spec (long description or body)."""
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -125,8 +132,23 @@ def _check_optional(meta: Mapping[str, Any]) -> None:
         raise _Invalid("'allowed-tools' must be a string (or a list of strings)")
 
 
+def size_warnings(skill: Skill) -> list[str]:
+    """The spec's size rules a loaded skill breaks (kept anyway): one line each."""
+    out = []
+    if len(skill.description) > MAX_DESCRIPTION:
+        out.append(f"'description' is {len(skill.description)} characters; the spec allows "
+                   f"{MAX_DESCRIPTION} (kept)")
+    n_lines = len(skill.body.splitlines())
+    if n_lines > MAX_BODY_LINES:
+        out.append(f"body is {n_lines} lines; the spec asks for under {MAX_BODY_LINES} "
+                   "(kept; move detail to references/)")
+    return out
+
+
 def load_skill(skill_md: Path, tier: str | None = None) -> Skill:
-    """Parse and validate one SKILL.md; raise ValueError naming the problem."""
+    """Parse and validate one SKILL.md; raise ValueError naming the problem.
+
+    Size rules (description length, body lines) do not raise: see size_warnings."""
     try:
         text = skill_md.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -143,12 +165,7 @@ def load_skill(skill_md: Path, tier: str | None = None) -> Skill:
     desc = meta.get("description")
     if not isinstance(desc, str) or not desc.strip():
         raise _Invalid("missing or empty 'description'")
-    if len(desc) > MAX_DESCRIPTION:
-        raise _Invalid(f"'description' is {len(desc)} characters; at most {MAX_DESCRIPTION} allowed")
     _check_optional(meta)
-    n_lines = len(body.splitlines())
-    if n_lines > MAX_BODY_LINES:
-        raise _Invalid(f"body is {n_lines} lines; keep it under {MAX_BODY_LINES} (move detail to references/)")
     return Skill(name, desc.strip(), body, skill_md, tier, dict(meta))
 
 
@@ -167,6 +184,7 @@ def load_catalog(pool_dir: Path | str) -> Catalog:
         )
     skills: dict[str, Skill] = {}
     issues: list[CatalogIssue] = []
+    warnings: list[CatalogIssue] = []
     for skill_md in sorted(root.rglob("SKILL.md")):
         try:
             skill = load_skill(skill_md, _tier_of(skill_md))
@@ -178,4 +196,5 @@ def load_catalog(pool_dir: Path | str) -> Catalog:
             issues.append(CatalogIssue(skill_md, f"duplicate skill name {skill.name!r}, also at {other}"))
             continue
         skills[skill.name] = skill
-    return Catalog(sorted(skills.values(), key=lambda s: s.name), issues)
+        warnings.extend(CatalogIssue(skill_md, w) for w in size_warnings(skill))
+    return Catalog(sorted(skills.values(), key=lambda s: s.name), issues, warnings)

@@ -8,6 +8,7 @@ workspace copies of the skills, the per-round JSONL and the raw turn texts.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -250,11 +251,14 @@ class ConditionRun:
                                 self.ask_turn(prompt, round_idx, ranked, contract))
 
     def ask_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
-                 contract: str) -> TurnAnswer:
+                 contract: str, durable: bool = True) -> TurnAnswer:
         """The model half of a turn: call the backend, keep its raw and text replies.
 
         Touches no store and no shared state, so the turns of a round may ask side by
         side (threads); `record_turn` then applies each answer, in prompt order.
+        `durable=False` (in-process judges, whose replies are reproducible) writes the two
+        reply files atomically but without an fsync each: at benchmark size the fsyncs were
+        most of a round's learning time.
         """
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
         full_prompt = learning_prompt(ranked, contract, prompt.prompt)
@@ -265,8 +269,9 @@ class ConditionRun:
         raw_dir = self.dir / "raw"
         raw_dir.mkdir(exist_ok=True)
         raw = completion.raw if isinstance(completion.raw, str) else json.dumps(completion.raw)
-        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
-        write_text_atomic(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
+        write = write_text_atomic if durable else _write_text_replace
+        write(raw_dir / f"r{round_idx}_{prompt.id}.raw.txt", raw or "")
+        write(raw_dir / f"r{round_idx}_{prompt.id}.text.md", text)
         return TurnAnswer(session_id=session_id, text=text,
                           elapsed_s=round(time.perf_counter() - started, 4),
                           backend=completion.backend, simulated=bool(completion.simulated),
@@ -310,37 +315,72 @@ class ConditionRun:
     def learn_round(self, round_idx: int, catalogs: dict[str, list[CatalogEntry]],
                     contract: str, *, retries: int = 0, retry_delay_s: float = 0.0,
                     on_failure=None) -> list[TurnRow]:
-        """Every learning turn of a round, one after another in this thread: the batched
-        learn step for in-process judges. Returns the turn rows in prompt order.
+        """Every learning turn of a round in this thread: the batched learn step for
+        in-process judges. Returns the turn rows in prompt order.
 
-        A turn that raises a retriable error is tried again (up to `retries` times, as its
-        own task would be); one that still fails becomes a failed row and the round goes on.
-        The rows are not appended here: the caller does, once the whole step is done.
+        Three passes: ask every turn, embed every verdict reason and query of the round in
+        one model call, then record the answers in prompt order (the store ends as it would
+        turn by turn; one encode per turn cost most of a round at benchmark size). A turn
+        whose ask raises a retriable error is tried again (up to `retries` times, as its
+        own task would be); one that still fails, or whose answer cannot be recorded,
+        becomes a failed row and the round goes on. The rows are not appended here: the
+        caller does, once the whole step is done.
         """
         from mythloop.llm import BackendTimeout, is_retriable
 
-        rows = []
+        def failed(prompt, ranked, exc, attempts):
+            timed_out = (isinstance(exc, BackendTimeout | TimeoutError)
+                         or "timed out" in str(exc).lower())
+            row = self.failed_turn_row(prompt, round_idx, ranked, exc,
+                                       timed_out=timed_out, attempts=attempts)
+            if on_failure is not None:
+                on_failure(row)
+            return row
+
+        outcomes: list[TurnAnswer | TurnRow] = []
         for prompt in self.learning_order:
             ranked = catalogs[prompt.id]
             attempt = 0
             while True:
                 attempt += 1
                 try:
-                    rows.append(self.learning_turn(prompt, round_idx, ranked, contract))
+                    outcomes.append(self.ask_turn(prompt, round_idx, ranked, contract,
+                                                  durable=False))
                     break
                 except Exception as exc:  # noqa: BLE001 (a turn's failure is logged, not raised)
                     if is_retriable(exc) and attempt <= retries:
                         time.sleep(retry_delay_s)
                         continue
-                    timed_out = (isinstance(exc, BackendTimeout | TimeoutError)
-                                 or "timed out" in str(exc).lower())
-                    row = self.failed_turn_row(prompt, round_idx, ranked, exc,
-                                               timed_out=timed_out, attempts=attempt)
-                    if on_failure is not None:
-                        on_failure(row)
-                    rows.append(row)
+                    outcomes.append(failed(prompt, ranked, exc, attempt))
                     break
+        self._embed_ahead([(p, o) for p, o in zip(self.learning_order, outcomes, strict=True)
+                           if isinstance(o, TurnAnswer)])
+        rows = []
+        for prompt, outcome in zip(self.learning_order, outcomes, strict=True):
+            if isinstance(outcome, TurnRow):
+                rows.append(outcome)
+                continue
+            try:
+                rows.append(self.record_turn(prompt, round_idx, catalogs[prompt.id], outcome))
+            except Exception as exc:  # noqa: BLE001
+                rows.append(failed(prompt, catalogs[prompt.id], exc, 1))
         return rows
+
+    def _embed_ahead(self, answered: list[tuple[SweepPrompt, TurnAnswer]]) -> None:
+        """Embed the reasons and queries `record_turn` will need, in one call (the embedder
+        keeps them; recording then finds every vector there)."""
+        from mythloop.verdicts import parse_tags
+
+        if self.embedder is None or not answered:
+            return
+        texts = []
+        for prompt, answer in answered:
+            texts.append(prompt.prompt)
+            texts.extend(" ".join(str(tag.get("reason", "")).split())
+                         for tag in parse_tags(answer.text or ""))
+        texts = [t for t in dict.fromkeys(texts) if t]
+        if texts:
+            self.embedder.embed(texts)
 
     def failed_turn_row(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
                         error: BaseException | str, timed_out: bool, attempts: int) -> TurnRow:
@@ -362,6 +402,14 @@ class ConditionRun:
 
     def append_turn(self, row: TurnRow) -> None:
         append_jsonl(self.turns_path, row)
+
+
+def _write_text_replace(path: Path, text: str) -> None:
+    """Write via a temp file beside PATH and os.replace, without an fsync (atomic, not
+    durable)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _settings_turn_timeout() -> float:

@@ -14,7 +14,7 @@ from mythloop.data import data_path
 from mythloop.vocab import JUDGES, SIMULATED_JUDGES, Judge
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
-           "replicate_seed"]
+           "load_heldout", "load_sweep_prompts", "replicate_seed"]
 
 # Judge / JUDGES (who plays the model in learning turns) are defined in mythloop.vocab.
 # Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
@@ -55,7 +55,11 @@ class SweepConfig(BaseModel):
     pool: Path | None = None
     """Skill pool folder (default: the bundled fixtures/pool)."""
     prompts_file: Path | None = None
-    """Prompts YAML (default: the bundled fixtures/prompts.yaml)."""
+    """Prompts YAML, or a JSON list of {id, text, expected} rows (a benchmark's labelled
+    queries, all learned from); default: the bundled fixtures/prompts.yaml."""
+    heldout_file: Path | None = None
+    """Extra held-out prompts (YAML or JSON, same forms): measured every round, never learned
+    from."""
     embedder: str | None = None
     """Sentence-transformers model path or name (default: settings / bundled MiniLM)."""
     measure_top_k: int = Field(10, ge=1)
@@ -116,11 +120,18 @@ class SweepConfig(BaseModel):
     def resolved_prompts_file(self) -> Path:
         return (self.prompts_file or data_path("fixtures", "prompts.yaml")).expanduser().resolve()
 
+    def resolved_heldout_file(self) -> Path | None:
+        return self.heldout_file.expanduser().resolve() if self.heldout_file else None
+
     def fingerprint(self) -> str:
         """What must match for a rerun on the same results dir to resume it."""
         keep = self.model_dump(mode="json", exclude={"results_dir", "rounds", *_PLACEMENT})
         keep["pool"] = str(self.resolved_pool())
         keep["prompts_file"] = str(self.resolved_prompts_file())
+        if self.heldout_file is None:
+            keep.pop("heldout_file", None)  # sweeps from before the option resume as they were
+        else:
+            keep["heldout_file"] = str(self.resolved_heldout_file())
         return hashlib.sha256(repr(sorted(keep.items())).encode()).hexdigest()[:16]
 
 
@@ -135,6 +146,8 @@ class SweepPrompt(BaseModel):
     expected_skill: str | None = None
     poisoned_twin: str | None = None
     paraphrase_of: str | None = None
+    source: str | None = Field(None, exclude=True)
+    """Where the prompt was read ("FILE row N"), for error messages."""
 
     @property
     def learned(self) -> bool:
@@ -145,20 +158,86 @@ class SweepPrompt(BaseModel):
 _SECTIONS = ("in_distribution", "null_prompts", "heldout")
 
 
-def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
-    """Read prompts.yaml -> (prompts in file order, the file's seed).
+DEFAULT_SEED = 42
 
-    Raises ValueError with one line naming the file and what is wrong with it.
-    """
+
+def _read_data(path: Path, what: str = "prompts file") -> object:
+    """A prompts file's content: JSON for *.json, YAML otherwise (JSON is YAML too)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read prompts file {path}: {exc}") from None
+        raise ValueError(f"cannot read {what} {path}: {exc}") from None
+    if path.suffix.lower() == ".json":
+        import json
+
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{what} {path} is not valid JSON (line {exc.lineno}): "
+                             f"{exc.msg}") from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ValueError(f"prompts file {path} is not valid YAML{where}: {problem}") from None
+        raise ValueError(f"{what} {path} is not valid YAML{where}: {problem}") from None
+
+
+def _row_list(path: Path, rows: list, kind: str, what: str) -> list[SweepPrompt]:
+    """A benchmark's list of {"id", "text", "expected"} rows (also {id, prompt,
+    expected_skill}), each a prompt of `kind`; a bad row is a one-line ValueError naming the
+    file and the row."""
+    out = []
+    for number, row in enumerate(rows, start=1):
+        where = f"{what} {path}: row {number}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where} must be a map with id, text and expected, not a "
+                             f"{type(row).__name__}")
+        rid = row.get("id")
+        if isinstance(rid, int) and not isinstance(rid, bool):
+            rid = str(rid)
+        if not isinstance(rid, str) or not rid.strip():
+            raise ValueError(f"{where} needs a non-empty string 'id'")
+        where = f"{what} {path}: row {number} (id {rid!r})"
+        text = row.get("text", row.get("prompt"))
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{where} needs a non-empty string 'text'")
+        expected = row.get("expected", row.get("expected_skill"))
+        if expected is not None and (not isinstance(expected, str) or not expected.strip()):
+            raise ValueError(f"{where}: 'expected' must be a skill name, not {expected!r}")
+        out.append(SweepPrompt(id=rid, prompt=text, kind=kind, expected_skill=expected,
+                               source=f"{what} {path} row {number}"))
+    return out
+
+
+def _no_duplicates(prompts: list[SweepPrompt], path: Path, what: str = "prompts file") -> None:
+    seen: dict[str, SweepPrompt] = {}
+    for prompt in prompts:
+        if prompt.id in seen:
+            first = seen[prompt.id]
+            where = prompt.source or f"{what} {path}"
+            raise ValueError(f"{where}: duplicate id {prompt.id!r} (first at "
+                             f"{first.source or path})")
+        seen[prompt.id] = prompt
+
+
+def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
+    """Read a prompts file -> (prompts in file order, the file's seed).
+
+    Two forms: the YAML map of sections (fixtures/prompts.yaml), or a list (JSON or YAML) of
+    {"id", "text", "expected"} rows -- a benchmark's labelled queries, every one a normal,
+    learned-from prompt, seed 42. Raises ValueError with one line naming the file (and the
+    row) and what is wrong with it.
+    """
+    data = _read_data(path)
+    if isinstance(data, list):
+        prompts = _row_list(path, data, "normal", "prompts file")
+        if not prompts:
+            raise ValueError(f"prompts file {path} is an empty list: it needs "
+                             '{"id", "text", "expected"} rows')
+        _no_duplicates(prompts, path)
+        return prompts, DEFAULT_SEED
     if data is None:
         raise ValueError(f"prompts file {path} is empty: it needs sections "
                          f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")
@@ -180,7 +259,7 @@ def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
     if not prompts:
         raise ValueError(f"prompts file {path} has no prompts: it needs sections "
                          f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")
-    seed = data.get("seed", 42)
+    seed = data.get("seed", DEFAULT_SEED)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"prompts file {path}: 'seed' must be an integer, not {seed!r}")
     return prompts, seed
@@ -209,6 +288,40 @@ def _prompt_row(path: Path, section: str, number: int, row: object) -> SweepProm
     return SweepPrompt(id=row["id"], prompt=row["prompt"], kind=kind,
                        expected_skill=row.get("expected_skill"),
                        poisoned_twin=row.get("trap_for"))
+
+
+def load_heldout(path: Path) -> list[SweepPrompt]:
+    """Read a --held-out file: a list of {"id", "text", "expected"} rows (JSON or YAML), or a
+    prompts map whose `heldout` section (and only that) is taken. Every prompt is kind
+    `heldout`: measured every round, never learned from."""
+    data = _read_data(path, "held-out file")
+    if isinstance(data, dict):
+        rows = data.get("heldout")
+        if not isinstance(rows, list) or not rows:
+            raise ValueError(f"held-out file {path} has no 'heldout' list: give a list of "
+                             '{"id", "text", "expected"} rows or a map with a heldout section')
+        prompts = [_prompt_row(path, "heldout", n, row).model_copy(
+                       update={"source": f"held-out file {path}: heldout entry {n}"})
+                   for n, row in enumerate(rows, start=1)]
+    elif isinstance(data, list) and data:
+        prompts = _row_list(path, data, "heldout", "held-out file")
+    else:
+        raise ValueError(f"held-out file {path} holds no prompts: give a list of "
+                         '{"id", "text", "expected"} rows')
+    _no_duplicates(prompts, path, "held-out file")
+    return prompts
+
+
+def load_sweep_prompts(config: SweepConfig) -> tuple[list[SweepPrompt], int]:
+    """The sweep's prompts: the prompts file's, then the --held-out file's; ids unique across
+    both. Raises ValueError (one line) on the first bad row."""
+    path = config.resolved_prompts_file()
+    prompts, seed = load_prompts(path)
+    heldout_path = config.resolved_heldout_file()
+    if heldout_path is not None:
+        prompts = prompts + load_heldout(heldout_path)
+        _no_duplicates(prompts, path)
+    return prompts, seed
 
 
 def replicate_seed(base_seed: int, replicate: int) -> int:

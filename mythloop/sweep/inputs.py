@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.skills.catalog import Catalog, load_catalog
-from mythloop.sweep.config import SweepConfig, SweepPrompt, load_prompts
+from mythloop.sweep.config import SweepConfig, SweepPrompt, load_sweep_prompts
 
 __all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
 
@@ -49,8 +49,12 @@ def check_inputs(config: SweepConfig) -> CheckedInputs:
     if not path.is_file():
         raise InputError(f"prompts file {path} does not exist: pass --prompts FILE "
                          "(a YAML file like fixtures/prompts.yaml)")
+    heldout = config.resolved_heldout_file()
+    if heldout is not None and not heldout.is_file():
+        raise InputError(f"held-out file {heldout} does not exist: pass --held-out FILE (a JSON "
+                         'list of {"id", "text", "expected"} rows, or YAML)')
     try:
-        prompts, file_seed = load_prompts(path)
+        prompts, file_seed = load_sweep_prompts(config)
     except ValueError as exc:
         raise InputError(one_line(exc)) from None
     _check_prompts_against_pool(prompts, catalog, path, config.resolved_pool())
@@ -93,8 +97,9 @@ def _check_prompts_against_pool(prompts: list[SweepPrompt], catalog: Catalog, pa
                 invalid = next((i for i in catalog.issues if i.path.parent.name == skill), None)
                 why = (f"its SKILL.md is invalid ({one_line(invalid.reason)})" if invalid
                        else "no such skill")
+                where = prompt.source or str(path)
                 raise InputError(
-                    f"prompt {prompt.id!r} in {path} has {field} {skill!r}, which is not a "
+                    f"prompt {prompt.id!r} in {where} has {field} {skill!r}, which is not a "
                     f"valid skill of pool {pool} ({why}); fix the prompts file or --pool")
         if prompt.paraphrase_of and prompt.paraphrase_of not in ids:
             raise InputError(f"prompt {prompt.id!r} in {path} is a paraphrase_of "

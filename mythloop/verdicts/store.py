@@ -29,7 +29,9 @@ from mythloop.verdicts.status import VERDICTS, Counters, apply_verdict
 
 __all__ = ["VerdictStore", "VerdictIn", "VerdictOutcome", "StoreSnapshot", "VectorRow"]
 
-CONTEXTS_KEPT = 3
+CONTEXTS_KEPT = 20
+"""Past prompts kept per skill and polarity (newest first): the router's context terms match a
+new prompt against them, so enough are kept to cover a skill's range of uses (docs/blend.md)."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);

@@ -48,6 +48,8 @@ def route(
         _fail(str(exc))
     for issue in catalog.issues:
         typer.echo(f"catalog: {issue.path}: {issue.reason}", err=True)
+    for warning in catalog.warnings:
+        typer.echo(f"catalog warning: {warning.path}: {warning.reason}", err=True)
     if not catalog.skills:
         _fail(f"no valid skills in {pool or 'fixtures/pool'}; fix the issues above or pass --pool")
     try:

@@ -36,7 +36,14 @@ def sweep(
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
     pool: Path | None = typer.Option(None, help="Skill pool folder (default: bundled pool)."),
     prompts: Path | None = typer.Option(None, "--prompts",
-                                        help="Prompts YAML (default: bundled prompts.yaml)."),
+                                        help="Prompts YAML (default: bundled prompts.yaml), or "
+                                             'a JSON list of {"id", "text", "expected"} rows '
+                                             "(a benchmark's labelled queries, all learned "
+                                             "from)."),
+    held_out: Path | None = typer.Option(
+        None, "--held-out",
+        help="Extra held-out prompts (JSON rows as --prompts, or YAML): measured every round, "
+             "never learned from."),
     embedder: str | None = typer.Option(None, help="Sentence-transformers model path or name."),
     turn_timeout: float | None = typer.Option(None, help="Seconds per learning turn."),
     seed: int | None = typer.Option(None, help="Base seed (default: the prompts file's)."),
@@ -93,7 +100,7 @@ def sweep(
             judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
                                        omit_rate=omit_rate, invent_rate=invent_rate,
                                        model=model),
-            pool=pool, prompts_file=prompts, embedder=embedder, turn_timeout=turn_timeout,
+            pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict,
             concurrency=concurrency, task_per_turn=task_per_turn,
@@ -101,7 +108,7 @@ def sweep(
     except ValidationError as exc:
         from mythloop.checks import plain_errors
 
-        _fail(plain_errors(exc, {"prompts_file": "--prompts"}))
+        _fail(plain_errors(exc, {"prompts_file": "--prompts", "heldout_file": "--held-out"}))
     # Pool, prompts and results dir are checked here, before a Prefect server starts.
     try:
         if len(levels) > 1:  # a noise study: D holds the study, each level its own sweep
@@ -120,6 +127,8 @@ def sweep(
         _fail(f"{problem}; pass another --results-dir")
     for issue in checked.catalog.issues:
         typer.echo(f"warning: invalid skill left out of the pool: {one_line(issue)}", err=True)
+    for warning in checked.catalog.warnings:
+        typer.echo(f"warning: skill kept: {one_line(warning)}", err=True)
     resume = resume_command(add={"--results-dir": str(config.results_dir)})
     with flow_runtime(verbose=verbose, resume=resume):
         from flows.feedback_loop import sweep as sweep_flow
