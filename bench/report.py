@@ -502,7 +502,10 @@ def _metatool(part: dict) -> list[str]:
         out += [f"| {cond} | {r['round'] + 1} | {r['hit@1']:.3f} | {r['hit@5']:.3f} | "
                 f"{r['mrr']:.3f} |" for r in rows]
     out += ["", "Per-round times (from the sandbox's files; measure = rank all 2,363 prompts "
-                "and write the round file, learn = every learning turn of the round):", "",
+                "and write the round file, learn = every learning turn of the round). The bench "
+                "state's embedding cache was warm from earlier runs; a cold first run also "
+                "embeds ~2,400 prompts and a few thousand verdict reasons (minutes on 2 busy "
+                "cores):", "",
             "| cond | round | measure s | learn s |", "|---|---:|---:|---:|"]
     for cond, rows in sorted(f["round_times"].items()):
         out += [f"| {cond} | {r['round'] + 1} | {r['measure_s']:.1f} | {r['learn_s']:.1f} |"
@@ -513,10 +516,10 @@ def _metatool(part: dict) -> list[str]:
             out += ["", f"Ranking with 199 skills and the {cond} store after the sweep "
                         f"({lat['verdicts']:,} verdict reasons, {lat['contexts']:,} contexts): "
                         f"p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms after the query "
-                        "embedding, with one BLAS thread (target p50 <= 2 ms); with the "
-                        "default BLAS threads on this busy machine p50 "
-                        f"{lat.get('p50_default_threads', float('nan')):.2f} ms (the threads "
-                        "spin-wait for CPUs other work holds)."]
+                        "embedding, with one BLAS thread; with the default BLAS threads p50 "
+                        f"{lat.get('p50_default_threads', float('nan')):.2f} ms (target p50 "
+                        "<= 2 ms; on a busy machine the default threads spin-wait for CPUs "
+                        "other work holds, on a quiet one they are faster)."]
     bm = f["bm25"]
     rounds = f.get("rounds", 4)
     out += ["", "### Side by side on dev (hit@1 / hit@5 / MRR)", "",
