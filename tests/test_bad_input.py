@@ -149,7 +149,8 @@ def test_expected_skill_whose_skill_md_is_invalid(ws):
     ("in_distribution:\n  - id: a\n    prompt: [unclosed\n", ("not valid YAML", "line")),
     ("", ("is empty",)),
     ("# only a comment\n", ("is empty",)),
-    ("- id: a\n  prompt: b\n", ("holds a list",)),
+    # a top-level list is the benchmark form ({"id", "text", "expected"} rows): a bad row
+    ("- id: a\n  words: b\n", ("row 1 (id 'a')", "'text'")),
     ("in_distribution: just text\n", ("'in_distribution' must be a list",)),
     ("in_distribution:\n  - id: a\n", ("in_distribution entry 1", "'prompt'")),
     ("null_prompts:\n  - plain string\n", ("null_prompts entry 1", "must be a map")),
@@ -157,7 +158,7 @@ def test_expected_skill_whose_skill_md_is_invalid(ws):
     ("seed: abc\nnull_prompts:\n  - {id: a, prompt: b}\n", ("'seed' must be an integer",)),
     ("version: 1\n", ("has no prompts",)),
     ("null_prompts:\n  - {id: a, prompt: b}\n  - {id: a, prompt: c}\n", ("repeats ids: a",)),
-], ids=["yaml-syntax", "empty", "comment-only", "top-list", "section-not-list",
+], ids=["yaml-syntax", "empty", "comment-only", "top-list-row-without-text", "section-not-list",
         "entry-no-prompt", "entry-not-map", "skill-not-string", "seed-not-int", "no-prompts",
         "duplicate-ids"])
 def test_malformed_prompts_file(ws, text, names):
