@@ -1,10 +1,14 @@
 """Serve mythloop's deployments from one long-lived process (`mythloop serve`).
 
-    nightly-sweep   flows/feedback_loop.py:sweep   cron (default 0 2 * * *, settings timezone),
-                                                   parameters = the SweepConfig defaults and
-                                                   noise_levels (MYTHLOOP_NIGHTLY_NOISE_LEVELS:
-                                                   two or more run a noise study)
-    film            flows/film.py:film             no schedule; started from the UI's Run form
+    nightly-sweep   mythloop_flows.feedback_loop.sweep   cron (default 0 2 * * *, settings
+                                                         timezone), parameters = the SweepConfig
+                                                         defaults and noise_levels
+                                                         (MYTHLOOP_NIGHTLY_NOISE_LEVELS: two or
+                                                         more run a noise study)
+    film            mythloop_flows.film.film             no schedule; started from the UI's form
+
+Entrypoints are module paths (the flows/ folder installs as `mythloop_flows`), so flow runs
+load the installed flows whatever their working directory: a checkout or an installed wheel.
 
 Also run as `python deployments/serve.py` (PREFECT_API_URL set).
 `deployments/prefect.yaml` describes the same deployments for `prefect deploy` and a
@@ -54,6 +58,8 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     from mythloop.settings import get_settings
     from mythloop.sweep import SweepConfig
 
+    from prefect.deployments.runner import EntrypointType
+
     levels = sorted(set(get_settings().nightly_noise_levels))
     schedule = nightly_schedule(cron, timezone)
     nightly = sweep.to_deployment(
@@ -68,6 +74,7 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
                      "<results>/noise-<level>/ and a noise curve in the report; artifacts keep "
                      "one history per judge and noise level."),
         tags=["mythloop", "sweep", "nightly"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     film_deployment = film.to_deployment(
         name=FILM,
@@ -76,6 +83,7 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
                      "Fill in the prompt and press Run; the video path is in the run's "
                      "artifacts and in .mythloop/runs/mythos/<stamp>-<slug>/manifest.json."),
         tags=["mythloop", "film"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     return [nightly, film_deployment]
 
