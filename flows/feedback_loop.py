@@ -43,10 +43,10 @@ from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
-from tasks.analysis import analyze_results, artifact_key
-from tasks.common import say
-from tasks.hooks import record_sweep_failure
-from tasks.sweep import learn_round, learning_turn, measure_round
+from mythloop_tasks.analysis import analyze_results, artifact_key
+from mythloop_tasks.common import say
+from mythloop_tasks.hooks import record_sweep_failure
+from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 
@@ -278,7 +278,7 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
 
         levels = normalise_levels(noise_levels)
         if len(levels) > 1:
-            from flows.noise_study import run_noise_study
+            from mythloop_flows.noise_study import run_noise_study
 
             return run_noise_study(config, levels)
         config = config.model_copy(update={

@@ -53,12 +53,12 @@ def nightly_schedule(cron: str, timezone: str) -> CronSchedule:
 
 def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     """The two served deployments, defined from the flows themselves."""
-    from flows.feedback_loop import sweep
-    from flows.film import film
+    from prefect.deployments.runner import EntrypointType
+
     from mythloop.settings import get_settings
     from mythloop.sweep import SweepConfig
-
-    from prefect.deployments.runner import EntrypointType
+    from mythloop_flows.feedback_loop import sweep
+    from mythloop_flows.film import film
 
     levels = sorted(set(get_settings().nightly_noise_levels))
     schedule = nightly_schedule(cron, timezone)

@@ -21,7 +21,7 @@ from mythloop.mythos.records import (
     StitchResult,
     VerifyResult,
 )
-from tasks.common import mythloop_task, run_logger_info
+from mythloop_tasks.common import mythloop_task, run_logger_info
 
 
 def _film_cache_key(context: TaskRunContext, parameters: dict) -> str:
