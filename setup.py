@@ -13,10 +13,33 @@ An editable install (`pip install -e .`, what `make setup` does) maps the same n
 checkout's folders; mythloop.data then reads the data folders beside the package.
 """
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 CODE = {"mythloop_flows": "flows", "mythloop_tasks": "tasks"}
 DATA = {f"mythloop._data.{folder}": folder for folder in ("agents", "fixtures", "deployments")}
+
+
+def _data_packages() -> dict[str, list[str]]:
+    """Each data folder, and each subfolder whose name is an identifier (Python sees those as
+    packages), with its files: its own, and those under subfolders that cannot be packages
+    (fixtures/pool/real/asyncio-debugging/...)."""
+    packages = {}
+    for name, folder in DATA.items():
+        todo = [(name, Path(folder))]
+        while todo:
+            package, path = todo.pop()
+            patterns = ["*"]
+            for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+                if sub.name == "__pycache__":
+                    continue
+                if sub.name.isidentifier():
+                    todo.append((f"{package}.{sub.name}", sub))
+                else:
+                    patterns.append(f"{sub.name}/**/*")
+            packages[package] = patterns
+    return packages
 
 
 def _packages() -> list[str]:
@@ -24,12 +47,14 @@ def _packages() -> list[str]:
     for name, folder in CODE.items():
         packages += [name + sub.removeprefix(folder)
                      for sub in find_packages(include=[folder, f"{folder}.*"])]
-    return packages + list(DATA)  # data folders: no __init__.py, their files as package data
+    return packages + list(DATA_PACKAGES)
 
+
+DATA_PACKAGES = _data_packages()  # no __init__.py in them: namespace packages of data files
 
 setup(
     packages=_packages(),
     package_dir={**CODE, **DATA},
-    package_data={name: ["**/*"] for name in DATA},
-    exclude_package_data={name: ["**/__pycache__/*", "**/*.pyc"] for name in DATA},
+    package_data=DATA_PACKAGES,
+    exclude_package_data={name: ["*.pyc", "**/*.pyc"] for name in DATA_PACKAGES},
 )
