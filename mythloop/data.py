@@ -15,7 +15,7 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["data_root", "data_path", "agents_dir"]
+__all__ = ["data_root", "data_path", "agents_dir", "data_origin"]
 
 _FOLDERS = ("agents", "fixtures", "deployments")
 _PACKAGED = "_data"
@@ -57,3 +57,10 @@ def data_path(folder: str, *parts: str) -> Path:
 
 def agents_dir() -> Path:
     return data_path("agents")
+
+
+def data_origin() -> str:
+    """Which of the three places data_root() uses, in words (for `mythloop doctor`)."""
+    if os.environ.get("MYTHLOOP_DATA_ROOT"):
+        return "MYTHLOOP_DATA_ROOT"
+    return "packaged" if data_root().name == _PACKAGED else "source checkout"
