@@ -64,11 +64,18 @@ bench-scale: setup
 	$(PY) bench/run_all.py --only scale
 
 lint: setup
-	$(VENV)/bin/ruff check mythloop mythloop_app flows tasks tests bench deployments
+	$(VENV)/bin/ruff check mythloop mythloop_app flows tasks tests bench deployments setup.py
 	$(VENV)/bin/lint-imports
 
 doctor: setup
 	$(VENV)/bin/mythloop doctor
+
+# The wheel on its own (tests/test_wheel.py, also part of `make test`): python -m build, twine
+# check, a fresh venv outside the checkout (torch first, then the wheel), and from an empty
+# folder `mythloop sweep`, `mythloop film` (stages only) and `mythloop doctor`.
+.PHONY: wheel-check
+wheel-check: setup
+	$(VENV)/bin/pytest -q -m wheel tests/test_wheel.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf .mythloop .pytest_cache .ruff_cache

@@ -67,8 +67,8 @@ class _RenderClock:
 def _film(runs_dir: Path, clock: _RenderClock, prompt: str, render: bool = True,
           **options) -> dict:
     """One film flow run; wall seconds, the manifest, and when its renders started."""
-    from flows.film import film
     from mythloop.mythos.request import FilmRequest
+    from mythloop_flows.film import film
 
     request = FilmRequest(prompt=prompt, backend="replay", render=render, quality="l",
                           runs_dir=runs_dir, **options)

@@ -35,7 +35,7 @@ def _tasks() -> dict:
     """The task variants (built lazily: importing Prefect is slow)."""
     from prefect import task
 
-    from tasks.common import LLM_TAG, mythloop_task
+    from mythloop_tasks.common import LLM_TAG, mythloop_task
 
     @task(name="bench-bare")
     def bare(i: int, payload: object = None) -> int:
@@ -52,8 +52,8 @@ def _tasks() -> dict:
 
 def _condition_run(workdir: Path):
     """A realistic heavy task argument: the sweep's ConditionRun, opened (store, router)."""
-    from flows.feedback_loop import _catalog, _embedder
     from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
+    from mythloop_flows.feedback_loop import _catalog, _embedder
 
     config = SweepConfig(results_dir=workdir, rounds=1)
     prompts, seed = load_prompts(config.resolved_prompts_file())

@@ -78,16 +78,16 @@ def seed_config(results_dir: Path, prompts_file: Path, rounds: int = 6):
 
 def plain_sweep(config) -> dict:
     """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
-    from flows.feedback_loop import (
+    from mythloop.analysis import analyze
+    from mythloop.fileio import write_json_atomic
+    from mythloop.sweep import ConditionRun, load_prompts
+    from mythloop_flows.feedback_loop import (
         _catalog,
         _contract,
         _embedder,
         _is_timeout,
         _prepare_results_dir,
     )
-    from mythloop.analysis import analyze
-    from mythloop.fileio import write_json_atomic
-    from mythloop.sweep import ConditionRun, load_prompts
 
     results_dir = _prepare_results_dir(config)
     failed = 0
@@ -129,7 +129,7 @@ def plain_sweep(config) -> dict:
 
 def flow_sweep(config) -> dict:
     """The Prefect flow itself."""
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     return sweep(config)
 

@@ -43,10 +43,10 @@ from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
-from tasks.analysis import analyze_results, artifact_key
-from tasks.common import say
-from tasks.hooks import record_sweep_failure
-from tasks.sweep import learn_round, learning_turn, measure_round
+from mythloop_tasks.analysis import analyze_results, artifact_key
+from mythloop_tasks.common import say
+from mythloop_tasks.hooks import record_sweep_failure
+from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 
@@ -280,7 +280,7 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
 
         levels = normalise_levels(noise_levels)
         if len(levels) > 1:
-            from flows.noise_study import run_noise_study
+            from mythloop_flows.noise_study import run_noise_study
 
             return run_noise_study(config, levels)
         config = config.model_copy(update={
@@ -437,7 +437,7 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
 def _record_night(results_dir: Path, sweep_key: str) -> dict:
     """History, comparison with the last comparable night, regression events, trend plot.
     A failure here is reported and leaves the finished sweep Completed."""
-    from tasks.nightly import record_night
+    from mythloop_tasks.nightly import record_night
 
     state = record_night(str(results_dir), sweep_key, return_state=True)
     if not state.is_completed():

@@ -54,8 +54,8 @@ from mythloop.mythos.scenes import (
 )
 from mythloop.mythos.stages import STAGES
 from mythloop.preview import preview_url_for
-from tasks import film as steps
-from tasks.common import say
+from mythloop_tasks import film as steps
+from mythloop_tasks.common import say
 
 NO_REPAIR_KINDS = {"timeout": "a render timeout is a budget problem, not a code problem",
                    "missing_tool": "a missing LaTeX/ffmpeg/dvisvgm is an environment problem",

@@ -20,7 +20,7 @@ from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.study import finish_study, level_config, prepare_study_dir
-from tasks.common import say
+from mythloop_tasks.common import say
 
 __all__ = ["run_noise_study", "analyze_study_results"]
 
@@ -31,7 +31,7 @@ def analyze_study_results(root: str, judge: str):
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from mythloop.analysis.study import analyze_study
-    from tasks.analysis import _report_for_ui, artifact_key
+    from mythloop_tasks.analysis import _report_for_ui, artifact_key
 
     result = analyze_study(root, reanalyse_levels=False)
     simulated = " (SIMULATED judge)" if result.simulated else ""
@@ -47,7 +47,7 @@ def analyze_study_results(root: str, judge: str):
 
 def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
     """Run every level's sweep in turn (inside the calling flow), then the study analysis."""
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     root = prepare_study_dir(config, config.results_dir or default_results_dir(
         get_settings().resolved_results_dir), levels)

@@ -5,6 +5,7 @@
     deployments  the nightly-sweep and film deployments (`mythloop serve`)
     scale        PostgreSQL, a process work pool and workers on one machine (`make scale-demo`)
 
-This is the top layer: it may import `flows`, `tasks`, the `mythloop` library, Prefect and
-typer; nothing below imports it (`make lint` checks the contracts in pyproject.toml).
+This is the top layer: it may import `mythloop_flows`, `mythloop_tasks` (the flows/ and tasks/
+folders), the `mythloop` library, Prefect and typer; nothing below imports it (`make lint`
+checks the contracts in pyproject.toml).
 """

@@ -1,13 +1,18 @@
 """Serve mythloop's deployments from one long-lived process (`mythloop serve`).
 
-    nightly-sweep   flows/feedback_loop.py:sweep   cron (default 0 2 * * *, settings timezone),
-                                                   parameters = the SweepConfig defaults and
-                                                   noise_levels (MYTHLOOP_NIGHTLY_NOISE_LEVELS:
-                                                   two or more run a noise study)
-    film            flows/film.py:film             no schedule; started from the UI's Run form
-    regression-alert flows/regression_alert.py     no schedule; run by the automation
-                                                   `mythloop: sweep regression` on each
-                                                   mythloop.sweep.regression event
+    nightly-sweep    mythloop_flows.feedback_loop.sweep   cron (default 0 2 * * *, settings
+                                                          timezone), parameters = the SweepConfig
+                                                          defaults and noise_levels
+                                                          (MYTHLOOP_NIGHTLY_NOISE_LEVELS: two or
+                                                          more run a noise study)
+    film             mythloop_flows.film.film             no schedule; started from the UI's form
+    regression-alert mythloop_flows.regression_alert.regression_alert
+                                                          no schedule; run by the automation
+                                                          `mythloop: sweep regression` on each
+                                                          mythloop.sweep.regression event
+
+Entrypoints are module paths (the flows/ folder installs as `mythloop_flows`), so flow runs
+load the installed flows whatever their working directory: a checkout or an installed wheel.
 
 Also run as `python deployments/serve.py` (PREFECT_API_URL set).
 `deployments/prefect.yaml` describes the same deployments for `prefect deploy` and a
@@ -55,10 +60,12 @@ def nightly_schedule(cron: str, timezone: str) -> CronSchedule:
 
 def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
     """The two served deployments, defined from the flows themselves."""
-    from flows.feedback_loop import sweep
-    from flows.film import film
+    from prefect.deployments.runner import EntrypointType
+
     from mythloop.settings import get_settings
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
+    from mythloop_flows.film import film
 
     levels = sorted(set(get_settings().nightly_noise_levels))
     schedule = nightly_schedule(cron, timezone)
@@ -75,6 +82,7 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
                      "<results>/noise-<level>/ and a noise curve in the report; artifacts keep "
                      "one history per judge and noise level."),
         tags=["mythloop", "sweep", "nightly"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     film_deployment = film.to_deployment(
         name=FILM,
@@ -83,13 +91,16 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
                      "Fill in the prompt and press Run; the video path is in the run's "
                      "artifacts and in .mythloop/runs/mythos/<stamp>-<slug>/manifest.json."),
         tags=["mythloop", "film"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     return [nightly, film_deployment]
 
 
 def build_alert_deployment() -> RunnerDeployment:
     """The deployment the regression automation runs (served by `mythloop serve`)."""
-    from flows.regression_alert import regression_alert
+    from prefect.deployments.runner import EntrypointType
+
+    from mythloop_flows.regression_alert import regression_alert
 
     alert = regression_alert.to_deployment(
         name=REGRESSION_ALERT,
@@ -100,6 +111,7 @@ def build_alert_deployment() -> RunnerDeployment:
                      "sweep-regression-alert. See docs/operations.md to send it to e-mail or "
                      "Slack instead."),
         tags=["mythloop", "sweep", "regression"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     return alert
 

@@ -21,7 +21,7 @@ from mythloop.mythos.records import (
     StitchResult,
     VerifyResult,
 )
-from tasks.common import mythloop_task, run_logger_info
+from mythloop_tasks.common import mythloop_task, run_logger_info
 
 STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold
 QUALITY_FPS = {"l": 15, "m": 30, "h": 60, "p": 60, "k": 60}  # manim's frame rates

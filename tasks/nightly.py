@@ -28,8 +28,8 @@ from mythloop.analysis.history import (
     trend_rows,
 )
 from mythloop.fileio import write_text_atomic
-from tasks.analysis import artifact_key
-from tasks.common import say
+from mythloop_tasks.analysis import artifact_key
+from mythloop_tasks.common import say
 
 __all__ = ["REGRESSION_EVENT", "record_night", "regression_resource"]
 

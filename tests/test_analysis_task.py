@@ -12,7 +12,7 @@ DATA = Path(__file__).parent / "data" / "results_small"
 
 
 def test_artifact_key_is_prefect_safe():
-    from tasks.analysis import artifact_key
+    from mythloop_tasks.analysis import artifact_key
 
     assert artifact_key("Nightly Sweep_2", "headline") == "sweep-nightly-sweep-2-headline"
     assert artifact_key("--x--", "report") == "sweep-x-report"
@@ -26,7 +26,7 @@ def test_analyze_results_publishes_versioned_artifacts(prefect_harness, tmp_path
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from tasks.analysis import analyze_results
+    from mythloop_tasks.analysis import analyze_results
 
     root = tmp_path / "results"
     shutil.copytree(DATA, root)

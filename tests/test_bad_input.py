@@ -256,10 +256,10 @@ def test_judge_and_film_backend_are_validated_by_the_models():
 def test_the_ui_forms_offer_only_valid_judges_and_backends():
     from prefect.utilities.callables import parameter_schema
 
-    from flows.feedback_loop import sweep
-    from flows.film import film
     from mythloop.mythos.request import FILM_BACKENDS
     from mythloop.sweep.config import JUDGES
+    from mythloop_flows.feedback_loop import sweep
+    from mythloop_flows.film import film
 
     sweep_defs = parameter_schema(sweep.fn).model_dump()["definitions"]
     assert sweep_defs["SweepConfig"]["properties"]["judge"]["enum"] == list(JUDGES)
@@ -269,8 +269,8 @@ def test_the_ui_forms_offer_only_valid_judges_and_backends():
 
 def test_a_ui_started_sweep_with_bad_inputs_writes_nothing(prefect_harness, ws):
     """The flow checks its inputs itself: no sweep.json, no results dir."""
-    from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
 
     data = json.loads(json.dumps(PROMPTS))
     data["heldout"][0]["expected_skill"] = "no-such-skill"

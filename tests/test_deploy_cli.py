@@ -17,7 +17,9 @@ from mythloop.settings import Settings
 from mythloop.sweep import SweepConfig
 from mythloop_app.discovery import local_server_url
 
-STAGE_FLOWS = {"nightly-sweep": "flows/feedback_loop.py:sweep", "film": "flows/film.py:film"}
+# Module-path entrypoints: the installed flows, from a checkout or a wheel, any working folder.
+STAGE_FLOWS = {"nightly-sweep": "mythloop_flows.feedback_loop.sweep",
+               "film": "mythloop_flows.film.film"}
 
 
 def _mythloop(args: list[str], state: Path, **env: str) -> subprocess.CompletedProcess:
@@ -97,8 +99,8 @@ def test_served_deployments_carry_schedule_and_form_defaults(serve_entry):
     schedule = nightly.schedules[0].schedule
     assert (schedule.cron, schedule.timezone) == ("15 3 * * 1-5", "Europe/Berlin")
     assert not film.schedules
-    assert nightly.entrypoint.endswith(STAGE_FLOWS["nightly-sweep"])
-    assert film.entrypoint.endswith(STAGE_FLOWS["film"])
+    assert nightly.entrypoint == STAGE_FLOWS["nightly-sweep"]
+    assert film.entrypoint == STAGE_FLOWS["film"]
     # The parameters the UI pre-fills must be valid inputs of the flows.
     # the flow's defaults, with enough replicates for an interval (nights are compared)
     assert SweepConfig.model_validate(nightly.parameters["config"]) == SweepConfig(replicates=3)
@@ -115,13 +117,17 @@ def test_served_deployments_carry_schedule_and_form_defaults(serve_entry):
         assert fields[name]["description"], name
 
 
-def test_prefect_yaml_matches_the_served_deployments(repo_root):
-    spec = yaml.safe_load((repo_root / "deployments" / "prefect.yaml").read_text())
+def test_prefect_yaml_matches_the_served_deployments():
+    from prefect.flows import load_flow_from_entrypoint
+
+    from mythloop.data import data_path
+
+    spec = yaml.safe_load(data_path("deployments", "prefect.yaml").read_text())
     deployments = {d["name"]: d for d in spec["deployments"]}
     assert set(deployments) == set(STAGE_FLOWS)
     for name, entrypoint in STAGE_FLOWS.items():
         assert deployments[name]["entrypoint"] == entrypoint
-        assert (repo_root / entrypoint.split(":")[0]).is_file()
+        assert load_flow_from_entrypoint(entrypoint).name == name.removeprefix("nightly-")
         assert deployments[name]["work_pool"]["name"] == "mythloop"
     cron = deployments["nightly-sweep"]["schedules"][0]
     defaults = Settings.model_fields

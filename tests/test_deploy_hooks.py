@@ -9,7 +9,7 @@ from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-from tasks.hooks import SWEEP_FAILURE_KEY, record_sweep_failure
+from mythloop_tasks.hooks import SWEEP_FAILURE_KEY, record_sweep_failure
 
 
 @task(name="learning-turn-explodes", retries=0)
@@ -48,8 +48,8 @@ def test_hook_names_the_failed_task_in_its_subflow(prefect_harness):
 
 
 def test_a_failed_real_sweep_records_its_failure(prefect_harness, tmp_path: Path):
-    from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
 
     # Inputs are checked before anything runs, so the failure here is a model that cannot load.
     config = SweepConfig(conditions=["c0"], rounds=1, embedder=str(tmp_path / "no-such-model"),
@@ -64,8 +64,8 @@ def test_a_failed_real_sweep_records_its_failure(prefect_harness, tmp_path: Path
 
 
 def test_a_sweep_with_bad_inputs_records_its_failure(prefect_harness, tmp_path: Path):
-    from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
 
     empty_pool = tmp_path / "pool"
     empty_pool.mkdir()

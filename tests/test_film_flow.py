@@ -21,7 +21,7 @@ STAGE_NAMES = [spec.slug for spec in STAGES]
 
 
 def _film(request: FilmRequest):
-    from flows.film import film
+    from mythloop_flows.film import film
 
     return film(request, return_state=True)
 

@@ -56,8 +56,8 @@ def test_a_failed_layout_repair_keeps_the_rendered_scene(tmp_path, monkeypatch, 
 def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
     import subprocess
 
-    from flows.film import _watch_lines
     from mythloop.mythos.records import FilmManifest
+    from mythloop_flows.film import _watch_lines
 
     poster = tmp_path / "poster.png"
     subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",

@@ -103,7 +103,7 @@ def _manifest(run_dir: Path | str) -> dict:
 
 
 def _film(request: FilmRequest):
-    from flows.film import film
+    from mythloop_flows.film import film
 
     return film(request, return_state=True)
 

@@ -1,9 +1,11 @@
 """The layer boundary: the import contracts in pyproject.toml hold, and they catch a breach.
 
 `lint-imports` (import-linter, also run by `make lint`) checks:
-mythloop_app > flows > tasks > mythloop, the library free of Prefect and typer, and no import
-cycles between the library's packages or the app's modules. The breach tests copy the source
-packages to a temporary folder, add one bad import and expect the check to fail naming it.
+mythloop_app > mythloop_flows > mythloop_tasks > mythloop, the library free of Prefect and typer,
+and no import cycles between the library's packages or the app's modules. The breach tests copy
+the source packages to a temporary folder under their installed names (flows/ as
+mythloop_flows, tasks/ as mythloop_tasks), add one bad import and expect the check to fail
+naming it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("mythloop", "mythloop_app", "flows", "tasks")
+# folder in the checkout -> the package it installs as (setup.py)
+PACKAGES = {"mythloop": "mythloop", "mythloop_app": "mythloop_app", "flows": "mythloop_flows",
+            "tasks": "mythloop_tasks"}
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -27,8 +31,8 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
 
 
 def _copy_sources(repo_root: Path, dest: Path) -> Path:
-    for package in PACKAGES:
-        shutil.copytree(repo_root / package, dest / package,
+    for folder, package in PACKAGES.items():
+        shutil.copytree(repo_root / folder, dest / package,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy(repo_root / "pyproject.toml", dest / "pyproject.toml")
     return dest
@@ -43,9 +47,9 @@ def test_the_import_contracts_hold(repo_root):
 @pytest.mark.parametrize(("module", "line", "broken"), [
     ("mythloop/router/ranker.py", "import prefect  # breach", "imports neither Prefect"),
     ("mythloop/sweep/condition.py", "import typer  # breach", "imports neither Prefect"),
-    ("mythloop/mythos/scenes.py", "import tasks.film  # breach", "Layers"),
-    ("tasks/sweep.py", "import flows.feedback_loop  # breach", "Layers"),
-    ("flows/film.py", "import mythloop_app.cli  # breach", "Layers"),
+    ("mythloop/mythos/scenes.py", "import mythloop_tasks.film  # breach", "Layers"),
+    ("mythloop_tasks/sweep.py", "import mythloop_flows.feedback_loop  # breach", "Layers"),
+    ("mythloop_flows/film.py", "import mythloop_app.cli  # breach", "Layers"),
     ("mythloop/skills/catalog.py", "import mythloop.sweep  # breach", "No import cycles"),
 ])
 def test_a_breach_breaks_a_contract(repo_root, tmp_path, module, line, broken):

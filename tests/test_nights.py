@@ -71,7 +71,7 @@ def nights(tmp_path_factory, prefect_harness):
         assert ensure_regression_automation(alert_id).id == automation.id
         time.sleep(2)  # the triggers service loads the new automation
 
-        from flows.feedback_loop import sweep
+        from mythloop_flows.feedback_loop import sweep
 
         def night(name: str, env: dict[str, str]) -> dict:
             with pytest.MonkeyPatch.context() as inner:

@@ -16,7 +16,7 @@ LEVELS = (0.0, 0.4)
 
 @pytest.fixture(scope="module")
 def study(prefect_harness, tmp_path_factory) -> tuple[Path, dict, SweepConfig]:
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     root = tmp_path_factory.mktemp("study") / "D"
     config = SweepConfig(conditions=["c0", "c4"], rounds=2, replicates=1, results_dir=root)
@@ -69,7 +69,7 @@ def test_analyze_rebuilds_the_study_from_its_files(study):
 
 
 def test_rerun_resumes_every_level_and_rejects_another_sweep(study):
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     root, _, config = study
     rounds = root / "noise-0.00" / "c4-rep1" / "round_1.jsonl"
@@ -110,7 +110,7 @@ def test_nightly_deployment_takes_noise_levels(monkeypatch):
 
 def test_artifact_keys_per_judge_and_noise_level():
     from mythloop.sweep.study import sweep_key
-    from tasks.analysis import artifact_key
+    from mythloop_tasks.analysis import artifact_key
 
     assert artifact_key(sweep_key("simulated", 0.2), "report") == "sweep-simulated-noise-0-20-report"
     assert artifact_key(sweep_key("simulated", 0.0), "report") == "sweep-simulated-noise-0-00-report"

@@ -218,7 +218,7 @@ def test_prefect_persists_and_reloads_the_models(prefect_harness):
     model it returned."""
     from prefect import flow
 
-    from tasks.common import mythloop_task
+    from mythloop_tasks.common import mythloop_task
 
     calls = []
 
@@ -248,8 +248,8 @@ def test_prefect_persists_and_reloads_the_models(prefect_harness):
 def test_a_resumed_sweep_stops_on_a_malformed_turn_row_naming_it(prefect_harness, tmp_path):
     """The resume path reads turns.jsonl with TurnRow: a bad line stops the sweep with one
     line naming the file and line (the CLI prints it and exits 2), instead of being lost."""
-    from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
 
     out = tmp_path / "s"
     config = SweepConfig(rounds=2, replicates=1, conditions=["c0"], results_dir=out)

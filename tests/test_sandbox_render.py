@@ -299,14 +299,14 @@ def test_cli_renders_into_a_private_dir_and_shows_progress(tmp_path, state_dir):
 
 
 def test_render_inside_a_prefect_task_logs_its_progress(tmp_path, prefect_harness):
-    """A film's render task passes the run logger (tasks.common.run_logger_info) as
+    """A film's render task passes the run logger (mythloop_tasks.common.run_logger_info) as
     render_scene's progress sink: the lines reach the task run's log. The library itself
     never looks Prefect up."""
     import logging
 
     from prefect import flow, task
 
-    from tasks.common import run_logger_info
+    from mythloop_tasks.common import run_logger_info
 
     scene = tmp_path / "square_story.py"
     scene.write_text(SQUARE)

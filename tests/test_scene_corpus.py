@@ -138,7 +138,7 @@ def test_a_still_scene_becomes_a_clip_the_film_can_stitch(corpus_renders, tmp_pa
     with the animated scenes like any other scene video."""
     from mythloop.mythos.avmux import duration_of, still_clip
     from mythloop.mythos.scenes import concat_videos
-    from tasks.film import STILL_SCENE_S
+    from mythloop_tasks.film import STILL_SCENE_S
 
     result = corpus_renders["text_group_scenes"][0]
     by_name = {o.scene: Path(o.path) for o in result.outputs}

@@ -120,7 +120,7 @@ def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
     result = box["result"]
     assert result.kind == "interrupted" and not result.ok, result.message
     assert "not a scene error" in result.message
-    from flows.film import NO_REPAIR_KINDS
+    from mythloop_flows.film import NO_REPAIR_KINDS
 
     assert "interrupted" in NO_REPAIR_KINDS
 

@@ -133,8 +133,8 @@ def test_missing_held_out_file(bench_slice, tmp_path):
 
 def test_sweep_on_a_slice_reports_held_out_rounds_and_never_learns_them(
         prefect_harness, bench_slice, tmp_path):
-    from flows.feedback_loop import sweep
     from mythloop.fileio import read_jsonl
+    from mythloop_flows.feedback_loop import sweep
 
     out = tmp_path / "sweep"
     config = _config(bench_slice, conditions=["c0", "c3"], rounds=2, results_dir=out)

@@ -30,7 +30,7 @@ GEMINI = JudgeOptions(command=str(FAKES / "gemini"))
 
 
 def _sweep(config: SweepConfig) -> dict:
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     return sweep(config)
 

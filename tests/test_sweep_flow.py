@@ -22,7 +22,7 @@ FAKES = Path(__file__).parent / "fakes"
 
 
 def _sweep(config: SweepConfig):
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     return sweep(config)
 
@@ -42,7 +42,7 @@ def _sweep_with_turn_tags(config: SweepConfig, turns: int) -> tuple[dict, list[l
         TaskRunFilterName,
     )
 
-    from flows.feedback_loop import sweep
+    from mythloop_flows.feedback_loop import sweep
 
     state = sweep(config, return_state=True)
     parent = state.state_details.flow_run_id

@@ -103,6 +103,20 @@ def _latex() -> Check:
     return Check("latex + dvisvgm", True, f"latex, dvisvgm, {found}")
 
 
+def _data_folders() -> Check:
+    from mythloop.data import data_origin, data_path
+
+    try:
+        pool = data_path("fixtures", "pool")
+        charters = len(list(data_path("agents").glob("*.md")))
+    except FileNotFoundError as exc:
+        return Check("data folders", False, str(exc).split(":")[0],
+                     "set MYTHLOOP_DATA_ROOT to a source checkout, or reinstall mythloop")
+    skills = len(list(pool.glob("**/SKILL.md")))
+    return Check("data folders", True,
+                 f"{pool.parents[1]} ({data_origin()}): {skills} skills, {charters} charters")
+
+
 def _prefect_api() -> Check:
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL
@@ -153,6 +167,7 @@ CHECKS: list[Callable[[], Check]] = [
     _latex,
     lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
     _voice_engines,
+    _data_folders,
     _prefect_api,
     _model_clis,
 ]

@@ -84,7 +84,7 @@ def film(
             raise typer.Exit(2) from None
     typer.echo(f"backend: {backend_label(request)}")
     with flow_runtime(verbose=verbose, resume=_resume_line(request)):
-        from flows.film import film as film_flow
+        from mythloop_flows.film import film as film_flow
 
         state = film_flow(request, return_state=True)
         try:

@@ -131,7 +131,7 @@ def sweep(
         typer.echo(f"warning: skill kept: {one_line(warning)}", err=True)
     resume = resume_command(add={"--results-dir": str(config.results_dir)})
     with flow_runtime(verbose=verbose, resume=resume):
-        from flows.feedback_loop import sweep as sweep_flow
+        from mythloop_flows.feedback_loop import sweep as sweep_flow
 
         try:
             result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)

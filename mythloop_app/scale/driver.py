@@ -46,8 +46,8 @@ def deploy(pool: str, source: Path) -> dict:
 
 def run_sweep(config_path: Path) -> dict:
     """The parent sweep in this process (flow heartbeats off: it only waits)."""
-    from flows.feedback_loop import sweep
     from mythloop.sweep import SweepConfig
+    from mythloop_flows.feedback_loop import sweep
 
     config = SweepConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
     return sweep(config)
