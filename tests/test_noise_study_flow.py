@@ -105,7 +105,8 @@ def test_nightly_deployment_takes_noise_levels(monkeypatch):
     monkeypatch.setenv("MYTHLOOP_NIGHTLY_NOISE_LEVELS", "0.4, 0,0.2")
     nightly, _ = serve_entry.build_deployments(cron="0 2 * * *", timezone="UTC")
     assert nightly.parameters["noise_levels"] == [0.0, 0.2, 0.4]
-    assert SweepConfig.model_validate(nightly.parameters["config"]) == SweepConfig()
+    assert SweepConfig.model_validate(nightly.parameters["config"]) == SweepConfig(
+        replicates=serve_entry.NIGHTLY_REPLICATES)
 
 
 def test_artifact_keys_per_judge_and_noise_level():
