@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,9 +237,14 @@ def test_the_film_summary_page_shows_the_poster(stack, repo_root):
         dom = chromium_render(chromium, page, screenshot=shot, budget_ms=budget)
         if "poster.png" in dom:
             break
-    assert re.search(r'<img[^>]+src="http://127\.0\.0\.1:\d+/runs/[^"]+/poster\.png"', dom), \
+    # the poster is an inline image (Prefect's markdown shows data: images wherever the run
+    # files are), and the links table points at serve's preview server
+    assert re.search(r'<img[^>]+src="data:image/jpeg;base64,[A-Za-z0-9+/=]{200,}"', dom), \
         visible_text(dom)[:1500]
-    # the browser fetched the poster from serve's preview server, and got it
+    link = re.search(r'href="(http://127\.0\.0\.1:\d+/runs/[^"]+/poster\.png)"', dom)
+    assert link, visible_text(dom)[:1500]
+    with urllib.request.urlopen(link.group(1), timeout=30) as answer:  # noqa: S310 - loopback
+        assert answer.status == 200 and answer.read(8) == b"\x89PNG\r\n\x1a\n"
     assert re.search(r"^GET /runs/\S+/poster\.png 200$", access.read_text(), re.M)
 
 

@@ -137,8 +137,11 @@ render_scene(sys.argv[1], out_dir=sys.argv[2], timeout=600)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_no_worker_is_left_after_ctrl_c_or_sigterm(tmp_path, sig):
     endless = _write(tmp_path, "endless", ENDLESS)
+    # a state dir of its own: a driver ended by a signal leaves its staging dir to the next
+    # render's stale-stage sweep, which must not be another test's concern
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(endless), str(tmp_path / "o")],
-                            stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+                            stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MYTHLOOP_STATE_DIR=str(tmp_path / "state")))
     try:
         line = proc.stdout.readline()
         assert line.startswith("POOL "), line

@@ -89,7 +89,13 @@ def test_plain_latex_reads_the_file_and_the_pinned_env_refuses(tmp_path):
 
 
 @pytest.mark.skipif(not TARGET.is_file(), reason="no /etc/machine-id here")
-def test_a_scene_cannot_make_tex_read_outside_the_render_dir(tmp_path):
+@pytest.mark.parametrize("formula_cache", ["on", "off"])
+def test_a_scene_cannot_make_tex_read_outside_the_render_dir(tmp_path, monkeypatch,
+                                                             formula_cache):
+    """With the formula cache, the parent compiles each formula in a sandbox of its own under
+    the pinned settings (the scene's os.environ never reaches that latex); without it, the
+    scene's own latex runs under them and the audit hook guards the environment."""
+    monkeypatch.setenv("MYTHLOOP_FORMULA_CACHE", "1" if formula_cache == "on" else "0")
     scene = tmp_path / "tex_read_story.py"
     scene.write_text(_scene(), encoding="utf-8")
     out = tmp_path / "out"
@@ -99,8 +105,13 @@ def test_a_scene_cannot_make_tex_read_outside_the_render_dir(tmp_path):
     for name in ("absolute", "parent", "openin", "unpinned"):
         assert f"TEXREAD-REFUSED {name}" in log, log[-3000:]
     assert "TEXREAD-OK" not in log
-    assert "Not reading from /etc/hostname (openin_any = p)" in log
-    assert "TeX's file access changed (openin_any_latex)" in log
+    served = any("formula cache" in line for line in result.isolation)
+    assert served is (formula_cache == "on"), result.isolation
+    if served:  # the compile's TeX error, handed back to the scene (manim's own lines)
+        assert "LaTeX compilation error" in log, log[-3000:]
+    else:
+        assert "Not reading from /etc/hostname (openin_any = p)" in log
+        assert "TeX's file access changed (openin_any_latex)" in log
     content = TARGET.read_text().strip().encode()
     assert content not in _all_bytes(out)  # log, tex, dvi, svg, the video
 

@@ -90,6 +90,15 @@ def test_sigterm_mid_render_ends_the_sandbox(tmp_path):
         _kill_leftovers(state)
 
 
+def _end_render_sessions() -> None:
+    """End this process's sandboxed renders (warm workers included), whole trees."""
+    from mythloop import procs
+
+    for pid, cmd in _descendants(os.getpid()).items():
+        if "sandbox_init" in cmd or "unshare" in cmd:
+            procs.kill_tree(pid, grace=1.0)
+
+
 def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
     """In the library: a render whose sandbox ends because the process is stopping reports
     `interrupted` (the film spends no repair on it)."""
@@ -110,11 +119,11 @@ def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
             "sandbox_init" in cmd for cmd in _descendants(os.getpid()).values()),
             type("P", (), {"poll": staticmethod(lambda: None)})(), timeout=300)
         procs.STOPPING.set()  # what the CLI's signal handler does first
-        procs.kill_descendants(grace=1.0)  # then it ends every child session
-        worker.join(timeout=120)
+        _end_render_sessions()  # then it ends every child session (here: the render's only,
+        worker.join(timeout=120)  # not the session's Prefect test server)
     finally:
         procs.STOPPING.clear()
-        procs.kill_descendants(grace=0.5)
+        _end_render_sessions()
         worker.join(timeout=30)
         time.sleep(0)
     result = box["result"]

@@ -62,7 +62,7 @@ def test_contexts_keep_the_most_recent_per_polarity(tmp_path):
     for i in range(CONTEXTS_KEPT + 2):
         store.record_verdict(VerdictIn(f"t{i}", "alpha", "h", "HELPFUL", f"helpful reason {i}",
                                        f"query {i}", vec, vec, "m"))
-    store.record_verdict(VerdictIn("t9", "alpha", "h", "HARMFUL", "harmful reason", "query bad", vec, vec, "m"))
+    store.record_verdict(VerdictIn("t-bad", "alpha", "h", "HARMFUL", "harmful reason", "query bad", vec, vec, "m"))
     snap = store.snapshot()
     helpful = [c.text for c in snap.contexts if not c.harmful]
     assert helpful == [f"query {i}" for i in range(2, CONTEXTS_KEPT + 2)]
