@@ -117,4 +117,4 @@ def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
 
     done = finish_film(Path(film), scenes, narration, voice=voice, burn=burn)
     poster = str(poster_frame(Path(film), Path(film).with_name("poster.png")))
-    return MediaResult.model_validate({**done, "poster": poster})
+    return done.model_copy(update={"poster": poster})

@@ -122,14 +122,15 @@ def test_cues_and_voice_lie_inside_their_scene_and_a_long_one_holds_its_picture(
     scenes = [{"label": "scene-01", "video": str(one), "duration": duration_of(one)},
               {"label": "scene-02", "video": str(two), "duration": duration_of(two)}]
     done = finish_film(film, scenes, narration, voice="espeak")
-    spans = done["scene_spans"]
+    spans = done.scene_spans
     assert spans[0] > 2.5 and abs(spans[1] - 3.0) <= 0.1  # scene 1 was held, scene 2 not
-    [held] = done["voice"]["held"]
+    assert done.voice is not None and done.poster is None  # the task adds the poster
+    [held] = done.voice.held
     assert held["scene"] == "scene-01" and 1.2 <= held["at_s"] <= 1.6
-    speech = done["voice"]["speech_s"]
+    speech = done.voice.speech_s
     assert speech[0] <= spans[0] and speech[1] <= spans[1]  # each voice inside its span
     edges = [0.0, spans[0], spans[0] + spans[1]]
-    cues = _cues(Path(done["subtitles"]["srt"]).read_text())
+    cues = _cues(Path(str(done.subtitles.srt)).read_text())
     assert len(cues) == 3
     for start, end, text in cues:
         scene = 0 if text in narration[0] else 1

@@ -23,6 +23,7 @@ from mythloop.mythos.avmux import (
     mux_film,
     speech_track,
 )
+from mythloop.mythos.records import MediaResult, SubtitlesInfo, VoiceInfo
 from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
@@ -81,11 +82,12 @@ def scene_narrations(texts: Sequence[str],
 
 
 def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence[str]], *,
-                voice: str | None = None, burn: bool = False) -> dict:
+                voice: str | None = None, burn: bool = False) -> MediaResult:
     """Subtitles (and with `voice` a spoken track) for the stitched FILM, muxed into it.
 
     `scenes` are the film's scenes in order, each with `label`, `video` and `duration`.
-    Returns what the manifest records: the subtitle files, cues, voice clips and timings.
+    Returns what the manifest records: the subtitle files, cues, voice clips and timings
+    (a MediaResult without the poster).
     """
     from mythloop.mythos.scenes import concat_videos
 
@@ -127,12 +129,12 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     audio = speech_track(list(zip(clips, spans, strict=True)), work / "voice.wav") \
         if voice else None
     mux_film(base, film, audio=audio, subtitles=srt, burn=burn)
-    return {
-        "subtitles": {"srt": str(srt), "vtt": str(vtt), "cues": len(cues),
-                      "burnt": burn, "soft_track": not burn},
-        "voice": ({"engine": engine_name, "clips": [str(c) if c else None for c in clips],
-                   "speech_s": [round(s, 3) for s in speech], "held": held,
-                   "track": str(audio)} if voice else None),
-        "scene_spans": [round(s, 3) for s in spans],
-        "duration": round(duration_of(film, "video"), 3),
-    }
+    return MediaResult(
+        subtitles=SubtitlesInfo(srt=str(srt), vtt=str(vtt), cues=len(cues), burnt=burn,
+                                soft_track=not burn),
+        voice=(VoiceInfo(engine=engine_name, clips=[str(c) if c else None for c in clips],
+                         speech_s=[round(s, 3) for s in speech], held=held,
+                         track=str(audio)) if voice else None),
+        scene_spans=[round(s, 3) for s in spans],
+        duration=round(duration_of(film, "video"), 3),
+    )
