@@ -15,12 +15,14 @@ from typing import Any
 from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.client.schemas.objects import TaskRun
+from prefect.futures import PrefectFuture
 from prefect.states import State
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from mythloop.llm import LLM_TAG, is_retriable
 from mythloop.settings import get_settings
 
-__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info"]
+__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool"]
 
 
 def say(message: str) -> None:
@@ -84,3 +86,34 @@ def mythloop_task(
         result_serializer="json",
         **options,
     )
+
+
+class TaskPool:
+    """Prefect's ThreadPoolTaskRunner for task runs side by side (a film's scenes, a sweep's
+    shards), with Ctrl-C in mind: when the block ends on an exception (Ctrl-C, SIGTERM, a
+    crash), no task run still queued ever starts, and the block does not wait for the runs
+    under way (the runner's own exit would: a sandboxed render can take minutes; the CLI ends
+    their child processes, and their steps see the stop)."""
+
+    def __init__(self, max_workers: int) -> None:
+        self.runner: ThreadPoolTaskRunner = ThreadPoolTaskRunner(max_workers=max_workers)
+        self.futures: list[PrefectFuture[Any]] = []
+
+    def submit(self, task: Task[..., Any], parameters: dict[str, Any]) -> PrefectFuture[Any]:
+        future = self.runner.submit(task, parameters)
+        self.futures.append(future)
+        return future
+
+    def __enter__(self) -> TaskPool:
+        self.runner.__enter__()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: Any) -> None:
+        if exc_type is None:
+            self.runner.__exit__(None, None, None)  # every run is done by now
+            return
+        for future in self.futures:  # queued runs never start; runs under way go on
+            wrapped = getattr(future, "wrapped_future", None)
+            if wrapped is not None:
+                wrapped.cancel()

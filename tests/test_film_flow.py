@@ -56,31 +56,31 @@ def test_offline_film_renders_and_a_rerun_calls_no_model(tmp_path):
     state = _film(request)
     assert state.is_completed(), state.message
     result = state.result()
-    video = Path(result["video_path"])
+    video = Path(result.video_path)
     assert video.is_file() and video.suffix == ".mp4"
-    assert Path(result["run_dir"]) in video.parents  # media stays inside the run dir
+    assert Path(result.run_dir) in video.parents  # media stays inside the run dir
     duration = float(subprocess.run(
         ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
          str(video)], capture_output=True, text=True, check=True).stdout)
     assert duration > 1.0
-    manifest = _manifest(result["run_dir"])
+    manifest = _manifest(result.run_dir)
     assert [s["stage"] for s in manifest["stages"]] == [*STAGE_NAMES, "codegen"]
     assert manifest["static_check"]["passed"] is True
     assert manifest["renders"][-1]["ok"] is True
     assert manifest["model_calls"] == 7
     assert all(s["prefect_task_run_id"] for s in manifest["stages"])
     for spec in STAGES:
-        assert (Path(result["run_dir"]) / spec.artifact_name).is_file()
+        assert (Path(result.run_dir) / spec.artifact_name).is_file()
 
     # The same film again: every stage and codegen come from the cache, no model call.
     again = _film(request.model_copy(update={"render": False}))
     assert again.is_completed(), again.message
-    second = _manifest(again.result()["run_dir"])
+    second = _manifest(again.result().run_dir)
     assert second["model_calls"] == 0
     assert all(stage["cached"] for stage in second["stages"])
     # ... and --fresh calls the model again.
     fresh = _film(request.model_copy(update={"render": False, "fresh": True}))
-    assert _manifest(fresh.result()["run_dir"])["model_calls"] == 7
+    assert _manifest(fresh.result().run_dir)["model_calls"] == 7
 
 
 @pytest.mark.slow
@@ -147,7 +147,7 @@ def test_fallback_ladder_is_recorded_in_the_manifest(tmp_path, monkeypatch):
     state = _film(FilmRequest(prompt="the wave equation", backend="claude", model="model-a",
                               fallbacks=["model-b"], render=False, runs_dir=runs, fresh=True))
     assert state.is_completed(), state.message
-    manifest = _manifest(state.result()["run_dir"])
+    manifest = _manifest(state.result().run_dir)
     assert manifest["model"] == "model-b"
     [switch] = manifest["model_fallbacks"]
     assert switch["from"] == "model-a" and switch["to"] == "model-b"

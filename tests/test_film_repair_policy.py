@@ -30,7 +30,7 @@ def test_a_failed_layout_repair_keeps_the_rendered_scene(tmp_path, monkeypatch, 
                               runs_dir=tmp_path / "runs"))
     assert state.is_completed(), state.message
     result = state.result()
-    run_dir = Path(result["run_dir"])
+    run_dir = Path(result.run_dir)
     manifest = _manifest(run_dir)
     third = manifest["scenes"][2]
     # the scene keeps the video it rendered before the repair, and the code it came from
@@ -44,7 +44,7 @@ def test_a_failed_layout_repair_keeps_the_rendered_scene(tmp_path, monkeypatch, 
     assert failed["attempt"] == 1 and "off_frame" in failed["finding"]
     assert ("Sqare" in failed["error"]) if case != "no recording" else failed["error"]
     # the film is whole: three scenes stitched, one warning line naming the scene
-    film = Path(result["video_path"])
+    film = Path(result.video_path)
     assert film.is_file() and not manifest.get("failed") and not manifest.get("failed_scenes")
     assert abs(duration_of(film) - sum(s["duration"] for s in manifest["scenes"])) <= 0.5
     [warning] = manifest["warnings"]
@@ -57,7 +57,7 @@ def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
     import subprocess
 
     from mythloop.mythos.records import FilmManifest
-    from mythloop_flows.film import _watch_lines
+    from mythloop.mythos.summary import watch_lines as _watch_lines
 
     poster = tmp_path / "poster.png"
     subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",

@@ -202,7 +202,7 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
     state = _film(request)
     assert state.is_completed(), state.message
     result = state.result()
-    manifest = _manifest(result["run_dir"])
+    manifest = _manifest(result.run_dir)
     scenes = manifest["scenes"]
     assert [s["name"] for s in scenes] == ["TinyFilm01Square", "TinyFilm02Circle",
                                            "TinyFilm03Triangle"]
@@ -218,12 +218,12 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
     assert sorted(r["scene"] for r in manifest["renders"]) == [1, 2, 2, 3]
     assert manifest["model_calls"] == len(STAGES) + 2  # stages, codegen, one repair
     # the repaired scene file holds the fix, the header unchanged; the others untouched
-    run_dir = Path(result["run_dir"])
+    run_dir = Path(result.run_dir)
     assert "Circle(color=BLUE)" in (run_dir / "scenes" / "scene-02.py").read_text()
     assert (run_dir / "scenes" / "scene-01.py").read_text() == \
         (run_dir / "scenes" / "scene-01.codegen.py").read_text()
     # the stitched film: in the run dir, as long as its scenes
-    film = Path(result["video_path"])
+    film = Path(result.video_path)
     assert film == run_dir / "film.mp4" and film.is_file()
     assert abs(duration_of(film) - sum(s["duration"] for s in scenes)) <= 0.5
     assert manifest["film"]["duration"] == pytest.approx(duration_of(film), abs=0.01)
@@ -236,7 +236,7 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
     # scene 2 come from the scene cache; only the recorded broken scene 2 renders again.
     again = _film(request)
     assert again.is_completed(), again.message
-    second = _manifest(again.result()["run_dir"])
+    second = _manifest(again.result().run_dir)
     rendered = [(r["scene"], r["cache"]) for r in second["renders"]]
     assert sorted(rendered) == [(1, "hit"), (2, "hit"), (2, "miss"), (3, "hit")]
     assert second["model_calls"] == 1  # the repair of scene 2
@@ -265,7 +265,7 @@ def test_rerun_after_a_failed_scene_renders_only_that_scene(tmp_path, monkeypatc
     second = _film(FilmRequest(prompt=topic, backend="replay", render=True, max_repairs=1,
                                runs_dir=runs))
     assert second.is_completed(), second.message
-    manifest = _manifest(second.result()["run_dir"])
+    manifest = _manifest(second.result().run_dir)
     fresh_renders = [r["scene"] for r in manifest["renders"] if r["cache"] == "miss"]
     assert fresh_renders == [2, 2]  # the recorded broken scene 2, then its repair
     assert {r["scene"] for r in manifest["renders"] if r["cache"] == "hit"} == {1, 3}

@@ -58,8 +58,8 @@ def test_voiced_film_has_one_audio_track_in_step_and_subtitles_per_scene(tmp_pat
                               runs_dir=tmp_path / "runs"))
     assert state.is_completed(), state.message
     result = state.result()
-    film = Path(result["video_path"])
-    manifest = _manifest(result["run_dir"])
+    film = Path(result.video_path)
+    manifest = _manifest(result.run_dir)
     kinds = sorted(s["codec_type"] for s in probe(film)["streams"])
     assert kinds == ["audio", "subtitle", "video"]
     video_s, audio_s = duration_of(film, "video"), duration_of(film, "audio")
@@ -88,7 +88,7 @@ def test_layout_findings_get_one_scoped_repair(tmp_path, monkeypatch):
     state = _film(FilmRequest(prompt=topic, backend="replay", render=True, layout_repair=True,
                               runs_dir=tmp_path / "runs"))
     assert state.is_completed(), state.message
-    manifest = _manifest(state.result()["run_dir"])
+    manifest = _manifest(state.result().run_dir)
     [repair] = manifest["repairs"]
     assert repair["scene"] == 3 and "off_frame" in repair["failure"]
     third = manifest["scenes"][2]

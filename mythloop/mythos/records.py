@@ -20,7 +20,8 @@ from mythloop.mythos.render import RenderResult
 from mythloop.mythos.verify import VerifyResult
 
 __all__ = [
-    "CodegenResult", "FailedScene", "FilmInfo", "FilmManifest", "MediaResult", "RenderEntry",
+    "CodegenResult", "FailedScene", "FilmInfo", "FilmManifest", "FilmResult", "MediaResult",
+    "RenderEntry",
     "RepairEntry", "RepairResult", "SceneCode", "SceneRecord", "SceneRender", "StageOutcome",
     "StageRecord", "StaticCheck", "StitchResult", "SubtitlesInfo", "VerifyResult",
     "VoiceInfo",
@@ -103,7 +104,8 @@ class VoiceInfo(_Open):
 
 
 class MediaResult(BaseModel):
-    """Subtitles, the voice-over (None without one) and the poster of the stitched film."""
+    """Subtitles, the voice-over (None without one) and the poster of the stitched film
+    (`finish_film` returns it without the poster; the film's task adds the poster)."""
 
     subtitles: SubtitlesInfo
     voice: VoiceInfo | None = None
@@ -232,3 +234,16 @@ class FilmManifest(_Open):
     failed_scenes: list[FailedScene] = Field(default_factory=list)
     kept_scenes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)  # e.g. a scene kept after a failed repair
+
+
+# --- what the film flow returns ------------------------------------------------------------
+class FilmResult(BaseModel):
+    """The film flow's result: where the run dir, the film and its scene file are."""
+
+    run_dir: str
+    video_path: str | None = None  # None: not rendered (no --render)
+    video_url: str | None = None  # the film's preview address while `mythloop serve` runs
+    scene_file: str
+    scenes: int
+    repairs: int
+    model_calls: int

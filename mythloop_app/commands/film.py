@@ -93,11 +93,11 @@ def film(
             typer.echo(f"film failed: {_one_line(exc)}", err=True)
             typer.echo(ui_hint(), err=True)
             raise typer.Exit(1) from None
-    typer.echo(f"run dir: {result['run_dir']}")
-    if result["video_path"]:
-        typer.echo(f"video:   {result['video_path']}")
-        if result.get("video_url"):
-            typer.echo(f"watch:   {result['video_url']}")
+    typer.echo(f"run dir: {result.run_dir}")  # a FilmResult (mythloop.mythos.records)
+    if result.video_path:
+        typer.echo(f"video:   {result.video_path}")
+        if result.video_url:
+            typer.echo(f"watch:   {result.video_url}")
     else:
         typer.echo("video:   (not rendered; pass --render)")
     typer.echo(f"backend: {backend_label(request)}")
