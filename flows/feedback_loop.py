@@ -33,6 +33,7 @@ from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.futures import wait
 from prefect.utilities.annotations import quote
 
 import mythloop
@@ -44,7 +45,7 @@ from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
 from mythloop_tasks.analysis import analyze_results, artifact_key
-from mythloop_tasks.common import say
+from mythloop_tasks.common import TaskPool, mythloop_task, say
 from mythloop_tasks.hooks import record_sweep_failure
 from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
 
@@ -314,18 +315,30 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
 
     if config.parallel_shards <= 1 or len(jobs) == 1:
         return finish_sweep(config, results_dir, [shard(*job) for job in jobs])
-    # Side by side: each subflow in its own thread, with this flow run's context (so each is
-    # still a child run of this sweep), each in its own sandbox as when run one by one.
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
-
+    # Side by side: each shard a task run (`shard-c3-rep2`) on Prefect's task runner, its
+    # condition-run subflow inside, each in its own sandbox as when run one by one. Ctrl-C
+    # or SIGTERM: no queued shard starts.
     _catalog(config.resolved_pool())  # load the shared, read-only parts once, up front
     _embedder(config.embedder)
-    with ThreadPoolExecutor(max_workers=config.parallel_shards,
-                            thread_name_prefix="sweep-shard") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, shard, *job) for job in jobs]
+    with TaskPool(config.parallel_shards) as pool:
+        futures = [pool.submit(shard_task.with_options(task_run_name=f"shard-{cond}-rep{rep}"),
+                               {"config": config, "cond": cond, "replicate": rep,
+                                "results_dir": str(results_dir),
+                                "progress_artifact_id": str(progress_id),
+                                "progress_base": base, "progress_total": total})
+                   for cond, rep, base in jobs]
+        wait(futures)
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
+
+
+@mythloop_task(name="shard", retries=0)
+def shard_task(config: SweepConfig, cond: str, replicate: int, results_dir: str,
+               progress_artifact_id: str, progress_base: int, progress_total: int) -> dict:
+    """One condition x replicate side by side with others: its condition-run subflow."""
+    return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
+        config, cond, replicate, results_dir, progress_artifact_id, progress_base,
+        progress_total)
 
 
 def _sweep_key(config: SweepConfig) -> str:
