@@ -108,21 +108,47 @@ def _film(request: FilmRequest):
     return film(request, return_state=True)
 
 
-def _task_run_names(flow_run_id: str, expected: set[str]) -> set[str]:
-    """Task-run names of a flow run (stored from events, so poll briefly)."""
+def _task_runs(flow_run_id: str, expected: set[str]) -> list:
+    """Task runs of a flow run (stored from events, so poll briefly)."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    names: set[str] = set()
+    runs: list = []
     with get_client(sync_client=True) as client:
         for _ in range(60):
             runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
                 id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])), limit=200)
-            names = {run.name for run in runs}
-            if expected <= names:
+            if expected <= {run.name for run in runs}:
                 break
             time.sleep(0.5)
-    return names
+    return runs
+
+
+def _task_run_names(flow_run_id: str, expected: set[str]) -> set[str]:
+    return {run.name for run in _task_runs(flow_run_id, expected)}
+
+
+def _parents(run) -> list:
+    """The task runs a task run was called inside (Prefect's `__parents__` task input)."""
+    return [getattr(parent, "id", None) for parent in run.task_inputs.get("__parents__", [])]
+
+
+def _assert_steps_run_inside_their_scene(flow_run_id: str, labels: list[str]) -> None:
+    """The UI's run graph: one `scene-0N` task run per scene at the film's top level, and
+    each of that scene's verify, render and repair runs inside it."""
+    runs = _task_runs(flow_run_id, set(labels))
+    by_name = {run.name: run for run in runs}
+    scenes = {label: by_name[label] for label in labels}
+    for label, scene in scenes.items():
+        assert _parents(scene) == [], f"{label} is not at the film's top level"
+        assert scene.state_type.value == "COMPLETED", (label, scene.state_name)
+    steps = [run for run in runs if run.name.startswith(("verify-", "render-", "repair-"))]
+    assert steps
+    for run in steps:
+        label = next(lb for lb in labels if run.name.split(" ")[0].startswith(
+            (f"verify-{lb}", f"render-{lb}", f"repair-{lb}-")))
+        assert _parents(run) == [scenes[label].id], (run.name, _parents(run))
+        assert run.state_name == "Completed", (run.name, run.state_name)
 
 
 # --- the split -----------------------------------------------------------------------
@@ -231,6 +257,8 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
     expected = {"render-scene-01", "render-scene-02", "render-scene-02 (after repair-1)",
                 "render-scene-03", "repair-scene-02-1", "stitch"}
     assert expected <= _task_run_names(manifest["prefect_flow_run_id"], expected)
+    _assert_steps_run_inside_their_scene(manifest["prefect_flow_run_id"],
+                                         ["scene-01", "scene-02", "scene-03"])
 
     # The same film again: stages and codegen cached, scenes 1 and 3 and the repaired
     # scene 2 come from the scene cache; only the recorded broken scene 2 renders again.
@@ -296,6 +324,13 @@ def test_a_scene_that_still_fails_fails_the_film_naming_it(tmp_path, monkeypatch
     assert [s["ok"] for s in manifest["scenes"]] == [True, False, True]
     assert manifest["scenes"][1]["attempts"] == 2 and len(manifest["repairs"]) == 1
     assert "scene-02" in manifest["failed"]["error"]
+    # in the UI: scene-02's own task run failed, the others completed, and the steps inside
+    # scene-02 keep their own states (Prefect would otherwise mark them RolledBack)
+    runs = _task_runs(manifest["prefect_flow_run_id"], {"scene-01", "scene-02", "scene-03"})
+    states = {run.name: run.state_name for run in runs}
+    assert [states[f"scene-0{i}"] for i in (1, 2, 3)] == ["Completed", "Failed", "Completed"]
+    assert states["render-scene-02"] == states["render-scene-02 (after repair-1)"] == \
+        "Completed"
 
 
 @pytest.mark.slow

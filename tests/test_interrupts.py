@@ -266,3 +266,92 @@ def test_ctrl_c_stops_serve_then_the_server(tmp_path):
             if proc is not None and proc.poll() is None:
                 proc.kill()
         _kill_leftovers(state)
+
+
+def _task_run_names(state: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(state / "prefect" / "prefect.db")) as db:
+        return [row[0] for row in db.execute("select name from task_run")]
+
+
+BUSY_SCENE_1 = '''class TinyFilm01Busy(TinyBase):
+    def construct(self):
+        self.open_scene()
+        total = 0
+        while total >= 0:
+            total += 1
+        self.add(Square(color=CORAL))
+'''
+
+
+def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
+    """One scene at a time (--render-workers 1): Ctrl-C while scene-01 renders. Scenes 02 and
+    03 were queued on the task runner and never start: no task run, scene file or render."""
+    from test_film_scenes import SCENE_2_FIXED, SCENE_3, _tiny_cassettes
+
+    topic = "tiny scenes stopped"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_2_FIXED, scenes=(BUSY_SCENE_1, SCENE_2_FIXED,
+                                                              SCENE_3), repaired="scene-09")))
+    state = tmp_path / "state"
+    runs = tmp_path / "runs"
+    proc = _start(["film", topic, "--backend", "replay", "--render", "-q", "l",
+                   "--render-workers", "1", "--render-timeout", "600", "--runs-dir",
+                   str(runs)], state, "film")
+    try:
+        _wait_for("scene-01's render", lambda: any(
+            "sandbox_init" in cmd for cmd in _descendants(proc.pid).values()), proc)
+        code, _ = _ctrl_c(proc)
+        err = _text(state, "film", "err")
+        assert code == 130, err[-3000:]
+        _no_process_left(state)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_leftovers(state)
+    names = _task_run_names(state)
+    assert {"scene-01", "verify-scene-01", "render-scene-01"} <= set(names), names
+    assert not [name for name in names if "scene-02" in name or "scene-03" in name], names
+    (run_dir,) = (runs / "mythos").iterdir()
+    assert (run_dir / "scenes" / "scene-01.py").is_file()
+    assert not list((run_dir / "scenes").glob("scene-0[23]*")), "a queued scene started"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert {render["scene"] for render in manifest.get("renders", [])} <= {1}
+    assert "RUNNING" not in _run_states(state, "task_run")
+
+
+def test_ctrl_c_with_parallel_shards_starts_no_queued_shard(tmp_path):
+    """Six shards, two side by side: Ctrl-C once a shard has finished a round. The shards
+    still queued on the task runner never start (no sandbox, no task run)."""
+    state = tmp_path / "state"
+    results = tmp_path / "results"
+    args = ["sweep", "--rounds", "2", "--replicates", "3", "--noise", "0.3",
+            "--parallel-shards", "2", "--results-dir", str(results)]
+    proc = _start(args, state, "sweep")
+
+    def shard_dirs() -> set[str]:
+        return {p.name for p in results.glob("c*-rep*") if p.is_dir()}
+
+    def a_round_done():
+        for progress in results.glob("c*-rep*/progress.json"):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                if json.loads(progress.read_text())["completed_rounds"]:
+                    return True
+        return False
+
+    try:
+        _wait_for("two shards under way, one round done",
+                  lambda: len(shard_dirs()) >= 2 and a_round_done(), proc)
+        started = shard_dirs()
+        code, _ = _ctrl_c(proc)
+        err = _text(state, "sweep", "err")
+        assert code == 130, err[-3000:]
+        _no_process_left(state)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_leftovers(state)
+    assert len(started) == 2, started  # two side by side ...
+    assert shard_dirs() == started  # ... and none of the four queued ones started
+    shards = sorted(name for name in _task_run_names(state) if name.startswith("shard-"))
+    assert shards == sorted(f"shard-{name}" for name in started)
+    assert not (results / "metrics.json").exists()
