@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from uuid import UUID
 
 from prefect import flow
 from prefect.artifacts import (
@@ -75,7 +76,8 @@ class _Progress:
     def __init__(self, total: int, run_dir: Path) -> None:  # total grows with scenes/repairs
         self.total, self.done = total, 0
         self.lock = threading.Lock()
-        self.id = create_progress_artifact(progress=0.0, description=f"Film progress: {run_dir}")
+        self.id: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here
+            progress=0.0, description=f"Film progress: {run_dir}")
 
     def step(self, extra_total: int = 0) -> None:
         with self.lock:
@@ -189,7 +191,8 @@ class _FilmScenes:
 
     def run(self) -> str | None:
         if not self.request.render:
-            return self._verify_only()
+            self._verify_only()
+            return None
         failures = self._scenes()
         self.book.static_checks()
         if failures:
@@ -232,6 +235,7 @@ class _FilmScenes:
             str(target), book.scene_media(), self.narration, self.request.voice,
             self.request.burn_subtitles)
         done = manifest.record.film
+        assert done is not None, "the stitch recorded the film"
         manifest.update(subtitles=media.subtitles, voice=media.voice, poster=media.poster,
                         film=done.model_copy(update={"duration": media.duration,
                                                      "scene_spans": media.scene_spans}))
@@ -243,6 +247,7 @@ class _FilmScenes:
         return str(target)
 
     def _verify_only(self) -> None:
+        """Without --render: the static check of every scene, nothing rendered."""
         problems = []
         for unit in self.units:
             path = self.book.write_scene(unit, unit.code, "codegen")
@@ -260,7 +265,6 @@ class _FilmScenes:
         if problems:
             raise FilmFailed("the generated scene failed the static check: "
                              + "; ".join(problems))
-        return None
 
 
 @mythloop_task(name="scene", retries=0)

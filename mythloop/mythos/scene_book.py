@@ -43,12 +43,16 @@ class _Say(Protocol):
     def __call__(self, message: str) -> None: ...
 
 
+def _print(message: str) -> None:
+    print(message, flush=True)
+
+
 class SceneBook:
     """One film's scenes on record: `manifest.json`'s `scenes`, `renders`, `repairs`,
     `warnings`, `failed_scenes`, and the scene files under `<run dir>/scenes/`."""
 
     def __init__(self, session: FilmSession, header: str, units: list[SceneUnit],
-                 say: _Say = print) -> None:
+                 say: _Say = _print) -> None:
         self.session, self.header, self.units, self.say = session, header, units, say
         self.lock = session.manifest.lock  # one lock for the manifest and the scene records
         self.dir = session.run_dir / "scenes"

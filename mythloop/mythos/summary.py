@@ -49,8 +49,8 @@ def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | Non
     if data.video_path:
         subtitles = data.subtitles
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
-                  f"| {link(data.video_path)} | {link(subtitles and subtitles.srt)} | "
-                  f"{link(subtitles and subtitles.vtt)} | {link(data.poster)} |", ""]
+                  f"| {link(data.video_path)} | {link(subtitles.srt if subtitles else None)} | "
+                  f"{link(subtitles.vtt if subtitles else None)} | {link(data.poster)} |", ""]
     findings = [(s.label, f) for s in data.scenes for f in (s.layout or [])]
     if findings:
         lines += [f"**Layout check:** {len(findings)} finding(s)", "",
