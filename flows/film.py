@@ -32,7 +32,7 @@ from prefect.utilities.annotations import quote
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.avmux import duration_of
 from mythloop.mythos.filmmedia import scene_narrations
-from mythloop.mythos.layout import Finding, format_findings
+from mythloop.mythos.layout import Finding, findings_table, format_findings, scene_zooms
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.records import (
     CodegenResult,
@@ -360,7 +360,8 @@ class _FilmScenes:
                     task_run_name=f"render-{unit.label}{suffix}")(
                     str(path), unit.name, request.quality, self.timeout,
                     str(self.session.run_dir / "render" / unit.label), key,
-                    not request.fresh)
+                    not request.fresh,
+                    scene_zooms(self.session.run_dir, unit.index, len(self.units)))
                 entry = RenderEntry(scene=unit.index, name=unit.name, attempt=attempt,
                                     ok=rendered.ok, kind=rendered.kind, cache=rendered.cache,
                                     returncode=rendered.returncode, seconds=rendered.seconds,
@@ -384,7 +385,7 @@ class _FilmScenes:
                     self._record(unit, layout=findings)
                     if findings:
                         say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
-                            f"{findings[0]['kind']} {findings[0]['what']}")
+                            f"{findings[0].kind} {findings[0].what}")
                 if rendered.ok and good is not None and good.findings is not None and \
                         len(findings or []) > len(good.findings):
                     self._keep(unit, good, attempt, f"the repaired scene has "
@@ -396,7 +397,7 @@ class _FilmScenes:
                     duration = round(duration_of(video), 3)
                     self._record(unit, ok=True, video=str(video), duration=duration)
                     good = _Good(code, version, str(video), duration, findings,
-                                 format_findings([Finding(**f) for f in findings or []]))
+                                 format_findings(findings or []))
                 if (rendered.ok and findings and request.layout_repair and not layout_repaired
                         and attempt < request.max_repairs and request.backend != "offline"):
                     # one scoped repair with the layout findings as the error; the video
@@ -483,7 +484,7 @@ class _Good(NamedTuple):
     version: str
     video: str
     duration: float
-    findings: list[dict] | None
+    findings: list[Finding] | None
     finding: str  # the layout findings as the repair's error text ("" when clean)
 
 
@@ -526,14 +527,7 @@ def _watch_lines(data, video_url: str | None, poster_url: str | None) -> list[st
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
                   f"| {_link(data.video_path)} | {_link(subtitles and subtitles.srt)} | "
                   f"{_link(subtitles and subtitles.vtt)} | {_link(data.poster)} |", ""]
-    findings = [(s.label, f) for s in data.scenes for f in (s.layout or [])]
-    if findings:
-        lines += [f"**Layout check:** {len(findings)} finding(s)", "",
-                  "| scene | kind | at (scene time) | what | detail |", "|---|---|---|---|---|"]
-        lines += [f"| {label} | {f.get('kind')} | {float(f.get('t') or 0):.1f} s "
-                  f"({f.get('at')}) | {str(f.get('what')).replace('|', '/')} | "
-                  f"{str(f.get('detail')).replace('|', '/')} |" for label, f in findings[:40]]
-        lines.append("")
+    lines += findings_table([(s.label, f) for s in data.scenes for f in (s.layout or [])])
     for scene in data.scenes:
         if scene.failed_repair:
             lines.append(f"**Kept after a failed repair:** {scene.label} "
