@@ -7,6 +7,12 @@ scenes[i].narration over the scene's span in the stitched film), the layout find
 scenes kept after a failed repair, and black stretches of 1 s or more
 (`ffmpeg -vf blackdetect=d=1:pix_th=0.10:pic_th=0.995`).
 
+Layout findings: where the run rendered its scenes (the probe records are in
+render/<scene>/media/layout.json) they are judged again here by today's check, side by side
+with and without the shot list's planned zooms (`clipped` cuts that a planned zoom explains
+drop out with the plan); a run whose scenes came from the scene cache reports its manifest's
+findings and "-" for the comparison.
+
     mythloop film "the heat equation" --backend replay --render -q l --voice espeak
     python bench/film_quality.py .mythloop/runs/mythos/<stamp>-the-heat-equation [...]
 
@@ -22,6 +28,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from mythloop.mythos.layout import check_layout, scene_zooms
+
 _CUE = re.compile(r"(\d\d:\d\d:\d\d,\d{3}) --> (\d\d:\d\d:\d\d,\d{3})\n(.+)")
 _BLACK = re.compile(r"black_start:([\d.]+) black_end:([\d.]+) black_duration:([\d.]+)")
 
@@ -30,6 +38,21 @@ def _secs(stamp: str) -> float:
     hours, minutes, rest = stamp.split(":")
     whole, millis = rest.split(",")
     return int(hours) * 3600 + int(minutes) * 60 + int(whole) + int(millis) / 1000
+
+
+def rejudged(run: Path, scenes: list[dict]) -> tuple[Counter, Counter] | None:
+    """(findings by kind with the planned zooms, without them) from the run's probe records;
+    None when a scene has no record in the run dir."""
+    heeded, ignored = Counter(), Counter()
+    for index, scene in enumerate(scenes, start=1):
+        path = run / "render" / (scene.get("label") or f"scene-{index:02d}") / "media" / \
+            "layout.json"
+        if not path.is_file():
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+        heeded.update(f.kind for f in check_layout(record, scene_zooms(run, index, len(scenes))))
+        ignored.update(f.kind for f in check_layout(record))
+    return heeded, ignored
 
 
 def measure(run: Path) -> dict:
@@ -51,7 +74,9 @@ def measure(run: Path) -> dict:
             inside += 1
     words = [round(len((s.get("narration") or "").split()) / span, 2)
              for s, span in zip(scenes, spans, strict=True)]
-    kinds = Counter(f["kind"] for s in scenes for f in (s.get("layout") or []))
+    judged = rejudged(run, scenes)
+    kinds = judged[0] if judged else Counter(f["kind"] for s in scenes
+                                             for f in (s.get("layout") or []))
     probe = subprocess.run(["ffmpeg", "-v", "info", "-i", str(film), "-vf",
                             "blackdetect=d=1:pix_th=0.10:pic_th=0.995", "-an", "-f", "null", "-"],
                            capture_output=True, text=True)
@@ -61,6 +86,8 @@ def measure(run: Path) -> dict:
             "duration_s": round(duration, 1), "scenes": len(scenes),
             "cues_inside": inside, "cues": len(cues), "words_per_s": words,
             "findings": dict(sorted(kinds.items())), "findings_total": sum(kinds.values()),
+            "findings_from": "probe records" if judged else "manifest",
+            "clipped_zooms_ignored": judged[1].get("clipped", 0) if judged else None,
             "kept_after_failed_repair": sum(1 for s in scenes if s.get("failed_repair")),
             "black_stretches": black}
 
@@ -68,10 +95,12 @@ def measure(run: Path) -> dict:
 def row(m: dict) -> str:
     kinds = ", ".join(f"{k} {v}" for k, v in m["findings"].items()) or "none"
     black = "; ".join(f"{s:.1f}-{e:.1f} s" for s, e, _ in m["black_stretches"]) or "none"
+    ignored = m["clipped_zooms_ignored"]
     return (f"| {m['prompt']} | {'yes' if m['layout_repair'] else 'no'} | {m['duration_s']} | "
             f"{m['scenes']} | {m['cues_inside']}/{m['cues']} | "
             f"{' / '.join(f'{w:.2f}' for w in m['words_per_s'])} | {m['findings_total']} "
-            f"({kinds}) | {m['kept_after_failed_repair']} | {black} |")
+            f"({kinds}) | {'-' if ignored is None else ignored} | "
+            f"{m['kept_after_failed_repair']} | {black} |")
 
 
 def main() -> None:
@@ -80,9 +109,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the raw figures")
     args = parser.parse_args()
     print("| film | layout repair | length s | scenes | cues inside their scene | "
-          "narration words/s per scene | layout findings | kept after failed repair | "
-          "black >= 1 s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "narration words/s per scene | layout findings | clipped if the planned zooms "
+          "were ignored | kept after failed repair | black >= 1 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     measured = [measure(run) for run in args.runs]
     for m in measured:
         print(row(m))

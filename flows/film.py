@@ -35,6 +35,7 @@ from prefect.utilities.annotations import quote
 
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.filmmedia import scene_narrations
+from mythloop.mythos.layout import Finding, scene_zooms
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.records import CodegenResult, FilmResult, StageOutcome
 from mythloop.mythos.request import FilmRequest
@@ -302,7 +303,8 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
                 str(path), unit.name, request.quality, scenes.timeout,
                 str(scenes.session.run_dir / "render" / unit.label),
                 scene_cache_key(book.header, code, request.quality, unit.name),
-                not request.fresh)
+                not request.fresh,
+                scene_zooms(scenes.session.run_dir, unit.index, len(scenes.units)))
             book.rendered(unit, attempt, rendered)
             _say_rendered(unit, suffix, rendered.ok, rendered.cache, rendered.video_path,
                           rendered.message, rendered.layout_findings)
@@ -355,12 +357,12 @@ def _stop(error: SceneFailed | None) -> None:
 
 
 def _say_rendered(unit: SceneUnit, suffix: str, ok: bool, cache: str, video: str | None,
-                  message: str, findings: list[dict] | None) -> None:
+                  message: str, findings: list[Finding] | None) -> None:
     say(f"[film] render-{unit.label}{suffix} -> {'cached ' if cache == 'hit' else ''}"
         f"{video if ok else message}")
     if ok and findings:
         say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
-            f"{findings[0]['kind']} {findings[0]['what']}")
+            f"{findings[0].kind} {findings[0].what}")
 
 
 def _publish_summary(session: FilmSession) -> None:

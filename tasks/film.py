@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from prefect.context import TaskRunContext
 
+from mythloop.mythos.layout import PlannedZoom
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
     CodegenResult,
@@ -54,9 +55,11 @@ def verify(code: str, prompt: str) -> VerifyResult:
 
 @mythloop_task(name="render-scene", retries=0)
 def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: float,
-                      out_dir: str, cache_key: str, use_cache: bool = True) -> SceneRender:
+                      out_dir: str, cache_key: str, use_cache: bool = True,
+                      zooms: list[PlannedZoom] | None = None) -> SceneRender:
     """One scene: its cached video when its code, header, quality and Manim version are
-    unchanged, else a sandboxed render whose video then enters the scene cache."""
+    unchanged, else a sandboxed render whose video then enters the scene cache. `zooms`: the
+    scene's planned zooms (the layout check treats what they frame as intended)."""
     from pathlib import Path
 
     from mythloop.mythos.render import render_scene
@@ -64,14 +67,15 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
 
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
-    layout = cache.get_layout(cache_key) if hit is not None else None
+    layout = cache.get_layout(cache_key, zooms) if hit is not None else None
     if hit is not None and layout is not None:  # a video probed by an older probe renders again
         return SceneRender(ok=True, kind="ok", video_path=str(hit), cache="hit",
                            seconds=0.0, message="cached", returncode=0, log_tail="",
                            isolation=[], layout_findings=layout)
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
     rendered = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
-                            out_dir=out_dir, layout=True, progress=run_logger_info())
+                            out_dir=out_dir, layout=True, layout_zooms=zooms,
+                            progress=run_logger_info())
     if rendered.ok and not rendered.video_path and rendered.image_path:
         # a still scene (nothing played): its PNG becomes a held frame the film can stitch
         # (and hold longer for its narration, like any scene's last frame)

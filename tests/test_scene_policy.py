@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mythloop.mythos.layout import Finding
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
     Good,
@@ -20,12 +21,12 @@ from mythloop.mythos.scene_policy import (
 )
 from mythloop.mythos.scenes import SceneUnit
 
-FINDING = {"kind": "off_frame", "at": "wait 1", "t": 1.0, "what": "text 'x'",
-           "detail": "2.0 units past the right edge"}
+FINDING = Finding(kind="off_frame", at="wait 1", t=1.0, what="text 'x'",
+                  detail="2.0 units past the right edge")
 RULES = RepairRules(max_repairs=2, layout_repair=True)
 
 
-def _good(findings: list[dict] | None = None) -> Good:
+def _good(findings: list[Finding] | None = None) -> Good:
     return good_from("class A(Scene): ...", "codegen", "/runs/x/scenes/scene-01.mp4", 1.0,
                      findings)
 

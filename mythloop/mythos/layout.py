@@ -9,7 +9,12 @@ turns that record into findings a person would notice on screen:
   charter's "zoom into the term being explained"), the rest of a formula leaving the frame is
   intended, so a zoomed item counts only when none of it is ever on screen;
 - clipped: while the camera holds a zoom, a part of a formula (one of its MathTex strings) is
-  cut in two by the frame edge: half a symbol on screen reads as a mistake;
+  cut in two by the frame edge: half a symbol on screen reads as a mistake, unless the shot
+  list plans that zoom: when the camera holds a zoom that frames a ZOOM_IN target of the
+  scene's act (the target part wholly on screen, near the frame centre), the rest of that
+  target's formula running off the edge is the intended look of the zoom. `planned_zooms`
+  reads the targets from the cinematographer's shot list and the math dossier; `zoom_windows`
+  places each on the scene's clock (the probe's times of the held zoom that frames it);
 - overlap: two texts/formulas cover each other (their boxes share more than 15% of the
   smaller one's area), at a beat end or mid-animation (a caption cross-fading into the next);
 - too_small: a text line is shorter than 14 pixels (from "H" to "g") at the render's
@@ -23,24 +28,39 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from mythloop import procs
 
-__all__ = ["Finding", "check_layout", "format_findings", "probe_source", "probe_scene",
-           "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE"]
+__all__ = ["Finding", "FindingKind", "PlannedZoom", "ZoomWindow", "check_layout",
+           "findings_table", "format_findings", "planned_zooms", "scene_zooms", "zoom_windows",
+           "probe_source", "probe_scene", "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE"]
 
 MIN_EM_PX = 14.0
 MAX_OVERLAP = 0.15
 EDGE_TOLERANCE = 0.01
+CENTRED = 0.25  # a zoom frames a target whose centre lies within this share of the frame size
+
+FindingKind = Literal["off_frame", "clipped", "overlap", "too_small"]
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # off_frame | clipped | overlap | too_small
-    at: str  # "wait 3" or "end"
+class Finding(BaseModel):
+    """One layout finding: what a viewer would notice, where and when in the scene.
+
+    The one type findings travel as: the render's result, the scene cache's judgement, the
+    manifest's `scenes[i].layout` (the same five keys as ever), the summary artifact's table
+    and the repair's error text (`format_findings`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FindingKind
+    at: str  # the probe's snapshot: "wait 3", "play 9 at 0.27s" or "end"
     t: float  # scene time in seconds
     what: str
     detail: str
@@ -49,7 +69,32 @@ class Finding:
         return f"{self.kind} at {self.at} (t={self.t:.1f}s): {self.what}: {self.detail}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump(mode="json")
+
+
+class PlannedZoom(BaseModel):
+    """A ZOOM_IN of the shot list: the formula part the camera is to frame."""
+
+    model_config = ConfigDict(frozen=True)
+
+    beat: int | str
+    act: int | None = None
+    formula_id: str
+    part_index: int
+    part: str  # the target part's LaTeX (the dossier's latex_parts[part_index])
+    formula: list[str]  # all of the formula's parts
+
+    def target(self) -> str:
+        return f"{self.formula_id}[{self.part_index}]"
+
+
+class ZoomWindow(BaseModel):
+    """A planned zoom placed on the scene's clock: the held zoom of the record framing it."""
+
+    beat: int | str
+    target: str  # "formula_id[part_index]"
+    start: float  # scene seconds, the zoom's first sample to its last
+    end: float
 
 
 def _area(box) -> float:
@@ -71,6 +116,125 @@ def _gone(box, half_w: float, half_h: float) -> bool:
     return xmin > half_w or xmax < -half_w or ymin > half_h or ymax < -half_h
 
 
+def _tex_key(tex: str) -> str:
+    """LaTeX as the probe labels it (spaces folded, 60 characters), without spaces."""
+    return re.sub(r"\s+", "", " ".join(str(tex).split())[:60])
+
+
+def _number(value) -> int | None:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def planned_zooms(shot_list: dict, dossier: dict, act: int | None = None) -> list[PlannedZoom]:
+    """The ZOOM_IN targets of the shot list (of one act, or all), each with its formula's
+    parts from the math dossier; shots whose target is no dossier formula part are left out."""
+    formulas = {str(f.get("id")): f for f in (dossier or {}).get("formulas") or []
+                if isinstance(f, dict)}
+    zooms = []
+    for shot in (shot_list or {}).get("shots") or []:
+        if not isinstance(shot, dict) or str(shot.get("verb", "")).upper() != "ZOOM_IN":
+            continue
+        shot_act = _number(shot.get("act_number"))
+        if act is not None and shot_act != act:
+            continue
+        formula_id, index = shot.get("formula_id"), _number(shot.get("part_index"))
+        match = re.fullmatch(r"\s*([\w.-]+)\s*\[\s*(\d+)\s*\]\s*", str(shot.get("target") or ""))
+        if (formula_id is None or index is None) and match:
+            formula_id, index = match.group(1), int(match.group(2))
+        parts = (formulas.get(str(formula_id)) or {}).get("latex_parts") or []
+        if index is None or not 0 <= index < len(parts):
+            continue
+        zooms.append(PlannedZoom(beat=shot.get("beat"), act=shot_act,
+                                 formula_id=str(formula_id), part_index=index,
+                                 part=str(parts[index]), formula=[str(p) for p in parts]))
+    return zooms
+
+
+def scene_zooms(run_dir: Path, scene_index: int, scene_count: int) -> list[PlannedZoom]:
+    """The planned zooms a film's scene may hold: its act's when the film has one scene per
+    act of the shot list (scene i is act i), else every act's; [] without a shot list."""
+    try:
+        shot_list = json.loads((Path(run_dir) / "05_shot_list.json").read_text("utf-8"))
+        dossier = json.loads((Path(run_dir) / "04_math_dossier.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    acts = sorted({a for a in (_number(s.get("act_number")) for s in
+                               shot_list.get("shots") or [] if isinstance(s, dict))
+                   if a is not None})
+    act = acts[scene_index - 1] if len(acts) == scene_count and 0 < scene_index <= len(acts) \
+        else None
+    return planned_zooms(shot_list, dossier, act)
+
+
+def _zoom_of(snap: dict) -> float:
+    camera = snap.get("camera") or []
+    return float(camera[0]) if camera and camera[0] else 1.0
+
+
+def _framed(snap: dict, zooms: Sequence[PlannedZoom]) -> tuple[PlannedZoom, int] | None:
+    """The planned zoom this snapshot frames (its target part wholly on screen, nearest the
+    frame centre) and the index of the item holding it; None when it frames none."""
+    width, height = snap["frame"]
+    best = None
+    for n, item in enumerate(snap.get("items", [])):
+        parts = {_tex_key(p["label"]): p["box"] for p in item.get("parts", [])}
+        for zoom in zooms:
+            box = parts.get(_tex_key(zoom.part))
+            if box is None or any(d > 0 for d in _beyond(box, width / 2, height / 2).values()):
+                continue
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            if abs(cx) > CENTRED * width or abs(cy) > CENTRED * height:
+                continue
+            if best is None or cx * cx + cy * cy < best[0]:
+                best = (cx * cx + cy * cy, zoom, n)
+    return None if best is None else (best[1], best[2])
+
+
+def _episodes(snapshots: list[dict]) -> list[list[int]]:
+    """Runs of consecutive snapshots with the camera zoomed in (moves included)."""
+    runs: list[list[int]] = []
+    for i, snap in enumerate(snapshots):
+        if _zoom_of(snap) > 1.0 + 1e-6:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    return runs
+
+
+def _episode_targets(snapshots: list[dict], zooms: Sequence[PlannedZoom]
+                     ) -> dict[int, tuple[PlannedZoom, list[int]]]:
+    """Snapshot index -> (the planned zoom its zoom episode frames, that episode)."""
+    found: dict[int, tuple[PlannedZoom, list[int]]] = {}
+    if not zooms:
+        return found
+    for run in _episodes(snapshots):
+        held = [i for i in run if i > 0 and snapshots[i - 1].get("camera") ==
+                snapshots[i].get("camera")] or run[-1:]
+        target = next((hit[0] for hit in (_framed(snapshots[i], zooms) for i in held) if hit),
+                      None)
+        if target is not None:
+            for i in run:
+                found[i] = (target, run)
+    return found
+
+
+def zoom_windows(record: dict, zooms: Sequence[PlannedZoom]) -> list[ZoomWindow]:
+    """Each planned zoom the scene holds, on the scene's clock: when the camera holds a zoom
+    that frames the target, from its first sample to its last."""
+    snapshots = record.get("snapshots", [])
+    seen: dict[int, ZoomWindow] = {}
+    for target, run in _episode_targets(snapshots, zooms).values():
+        seen.setdefault(run[0], ZoomWindow(
+            beat=target.beat, target=target.target(),
+            start=float(snapshots[run[0]].get("t", 0.0)),
+            end=float(snapshots[run[-1]].get("t", 0.0))))
+    return [seen[k] for k in sorted(seen)]
+
+
 def _at_rest(snap: dict, previous: dict | None) -> bool:
     """A beat end, or a sample during an animation while the camera holds still."""
     if not snap["at"].startswith("play"):
@@ -78,22 +242,25 @@ def _at_rest(snap: dict, previous: dict | None) -> bool:
     return previous is not None and previous.get("camera") == snap.get("camera") is not None
 
 
-def check_layout(record: dict) -> list[Finding]:
+def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> list[Finding]:
     """Findings from a probe record, once per (kind, text) at its first occurrence.
 
     Snapshots are beat ends (`wait N`, `end`) and samples during animations (`play N at Xs`).
     What moves with the camera is judged only while the camera holds still (a frame edge
     sweeping over a formula mid-move is the move, not a layout fault); two texts covering
     each other are judged in every snapshot, since a cross-fade shows both at once.
+    `zooms`: the scene's planned zooms (`scene_zooms`); a part of the formula a held zoom
+    frames as planned is not `clipped` by that zoom (without a plan every cut part is).
     """
     findings: list[Finding] = []
     seen: set[tuple] = set()
 
-    def add(kind: str, snap: dict, what: str, detail: str) -> None:
+    def add(kind: FindingKind, snap: dict, what: str, detail: str) -> None:
         if (kind, what) in seen:
             return
         seen.add((kind, what))
-        findings.append(Finding(kind, snap["at"], float(snap.get("t", 0.0)), what, detail))
+        findings.append(Finding(kind=kind, at=snap["at"], t=float(snap.get("t", 0.0)),
+                                what=what, detail=detail))
 
     snapshots = record.get("snapshots", [])
     # an item wholly outside a zoomed view is intended, unless the viewer never sees it at all
@@ -111,7 +278,10 @@ def check_layout(record: dict) -> list[Finding]:
         items = snap.get("items", [])
         rest = _at_rest(snap, previous)
         previous = snap
-        for item in items:
+        # the formula whose planned target this held zoom frames (its other parts may run off)
+        framed = _framed(snap, zooms) if zooms and rest and _zoom_of(snap) > 1.0 + 1e-6 \
+            else None
+        for n, item in enumerate(items):
             zoomed = item.get("zoom", 1.0) > 1.0 + 1e-6
             over = {edge: d for edge, d in _beyond(item["box"], half_w, half_h).items()
                     if d > (tol_w if edge in ("left", "right") else tol_h)}
@@ -120,7 +290,8 @@ def check_layout(record: dict) -> list[Finding]:
                 # counts is a part of it cut in two by the edge, or an item never seen at all
                 gone = _gone(item["box"], half_w, half_h)
                 over = over if gone and item["label"] not in shown else {}
-                for part in item.get("parts", []) if rest else ():
+                intended = framed is not None and framed[1] == n
+                for part in item.get("parts", []) if rest and not intended else ():
                     cut = {edge: d for edge, d in _beyond(part["box"], half_w, half_h).items()
                            if d > (tol_w if edge in ("left", "right") else tol_h)}
                     if cut and not _gone(part["box"], half_w, half_h):
@@ -128,8 +299,10 @@ def check_layout(record: dict) -> list[Finding]:
                                           for edge, d in sorted(cut.items()))
                         add("clipped", snap, f"part '{part['label']}' of {item['kind']} "
                                              f"'{item['label']}'",
-                            f"cut by the frame while zoomed in ({edges}); frame the zoom so "
-                            "each part is wholly in or wholly out")
+                            f"cut by the frame while zoomed in ({edges}"
+                            + ("; the shot list plans no zoom that frames this formula here"
+                               if zooms else "")
+                            + "); frame the zoom so each part is wholly in or wholly out")
             if over and rest:
                 edges = ", ".join(f"{d:.2f} units past the {edge} edge"
                                   for edge, d in sorted(over.items()))
@@ -150,7 +323,22 @@ def check_layout(record: dict) -> list[Finding]:
     return findings
 
 
-def format_findings(findings: list[Finding]) -> str:
+def findings_table(rows: Sequence[tuple[str, Finding]], limit: int = 40) -> list[str]:
+    """The summary artifact's markdown table: one row per (scene label, finding)."""
+    if not rows:
+        return []
+
+    def cell(text: str) -> str:
+        return str(text).replace("|", "/")
+
+    return ([f"**Layout check:** {len(rows)} finding(s)", "",
+             "| scene | kind | at (scene time) | what | detail |", "|---|---|---|---|---|"]
+            + [f"| {label} | {f.kind} | {f.t:.1f} s ({f.at}) | {cell(f.what)} | "
+               f"{cell(f.detail)} |" for label, f in rows[:limit]]
+            + [""])
+
+
+def format_findings(findings: Sequence[Finding]) -> str:
     """The error text a scoped repair gets: one finding a line, with what to change."""
     if not findings:
         return ""

@@ -19,7 +19,7 @@ import os
 
 _EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
 SAMPLE_S = 0.25  # seconds of animation between two samples taken during a play
-PROBE_VERSION = 2  # 2: samples during animations
+PROBE_VERSION = 3  # 2: samples during animations; 3: their scene time counted once
 
 
 def install(out_path: str) -> None:
@@ -100,7 +100,7 @@ def install(out_path: str) -> None:
         values.extend(float(v) for v in np.asarray(center, dtype=float).ravel()[:3])
         return [round(v, 4) for v in values]
 
-    def snapshot(scene, at: str, offset: float = 0.0) -> None:
+    def snapshot(scene, at: str, when: float | None = None) -> None:
         project, width, height, fixed = frame_of(scene)
         px_per_unit = config.pixel_height / height
         items = []
@@ -132,7 +132,8 @@ def install(out_path: str) -> None:
                 if parts:
                     item["parts"] = parts
             items.append(item)
-        when = float(getattr(scene.renderer, "time", 0.0)) + offset
+        if when is None:
+            when = float(getattr(scene.renderer, "time", 0.0))
         snapshots.append({"at": at, "t": round(when, 3), "camera": camera_state(scene),
                           "frame": [round(width, 4), round(height, 4)], "items": items})
 
@@ -152,7 +153,12 @@ def install(out_path: str) -> None:
         if t + 1e-6 >= plays["next"] and t < run_time - 1e-6:
             while plays["next"] <= t + 1e-6:
                 plays["next"] += SAMPLE_S
-            snapshot(self, f"play {plays['count']} at {t:.2f}s", offset=t)
+            # the scene time of this sample: a rendered play has added a frame per earlier
+            # step (the renderer's clock is at start + t already); a skipped one (a dry run
+            # of cached or skipped animations) added its whole run time before the first step
+            clock = float(getattr(self.renderer, "time", 0.0))
+            start = clock - run_time if getattr(self.renderer, "skip_animations", False) else clock - t
+            snapshot(self, f"play {plays['count']} at {t:.2f}s", when=start + t)
         return result
 
     def get_time_progression(self, run_time, *args, **kwargs):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mythloop.mythos.layout import Finding
 from mythloop.mythos.render import RenderResult
 from mythloop.mythos.verify import VerifyResult
 
@@ -175,7 +176,7 @@ class SceneRecord(_Open):
     renders: list[RenderEntry] = Field(default_factory=list)
     repairs: list[RepairEntry] = Field(default_factory=list)
     static_check: StaticCheck | None = None
-    layout: list[dict[str, Any]] | None = None
+    layout: list[Finding] | None = None  # the layout check's findings (same keys as ever)
     video: str | None = None
     duration: float | None = None
     error: str | None = None

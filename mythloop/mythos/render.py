@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos import formula_cache, render_pool
-from mythloop.mythos.layout import check_layout, probe_source
+from mythloop.mythos.layout import Finding, PlannedZoom, check_layout, probe_source
 from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.mythos.tex_policy import tex_env
@@ -97,9 +97,9 @@ class RenderResult(BaseModel):
     """Which sandbox layers were active, and notes on any that were not."""
     render_id: str = ""
     """MYTHLOOP_RENDER_ID given to the child (its processes carry it in their environment)."""
-    layout_findings: list[dict] | None = None
-    """With layout=True: the layout check's findings (off_frame, overlap, too_small), [] when
-    clean; None when no check ran."""
+    layout_findings: list[Finding] | None = None
+    """With layout=True: the layout check's findings (off_frame, clipped, overlap, too_small),
+    [] when clean; None when no check ran."""
 
 
 class RenderLimits(BaseModel):
@@ -419,7 +419,8 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
                  manim_cmd: list[str] | None = None, env_extra: dict[str, str] | None = None,
                  limits: RenderLimits | None = None, audit_hook: bool = True,
                  progress: ProgressCallback | None = None,
-                 layout: bool = False) -> RenderResult:
+                 layout: bool = False,
+                 layout_zooms: list[PlannedZoom] | None = None) -> RenderResult:
     """Render FILE's scene inside the sandbox; the mp4 lands under OUT_DIR/media/videos.
 
     OUT_DIR may be any folder the caller can write (a mode-700 temp dir included): the
@@ -430,7 +431,8 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     `audit_hook=False` leaves out the Python-level guard (tests use it to show the OS
     layers contain hostile code on their own). `layout=True` also records where texts and
     formulas are at each beat end and puts the layout check's findings into the result
-    (`layout_findings`; needs the audit-hooked worker).
+    (`layout_findings`; needs the audit-hooked worker); `layout_zooms`, the scene's planned
+    zooms from the shot list, tell the check which zooms are intended.
     """
     source = Path(file)
     code = source.read_text(encoding="utf-8")  # FileNotFoundError/OSError for the caller
@@ -468,7 +470,8 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
             stage, work, name=name, code=code, scenes=scenes, quality=quality,
             timeout=timeout, cmd=cmd, python=python, hooked=hooked, namespaced=namespaced,
             env_extra=env_extra, limits=limits, started=started, log_path=log_path,
-            progress=progress, explicit=scene is not None, layout=layout)
+            progress=progress, explicit=scene is not None, layout=layout,
+            layout_zooms=layout_zooms)
     finally:
         if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
             try:
@@ -483,7 +486,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                    hooked: bool, namespaced: bool, env_extra: dict[str, str] | None,
                    limits: RenderLimits, started: float, log_path: Path,
                    progress: ProgressCallback | None, explicit: bool,
-                   layout: bool = False) -> RenderResult:
+                   layout: bool = False,
+                   layout_zooms: list[PlannedZoom] | None = None) -> RenderResult:
     """The sandboxed run inside STAGE; the video (on success) is moved into WORK."""
     (stage / name).write_text(code, encoding="utf-8")
     isolation: list[str] = []
@@ -572,8 +576,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
-    findings = _layout_findings(stage / "media" / _LAYOUT_FILE) if layout and kind == "ok" \
-        else None
+    findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms) \
+        if layout and kind == "ok" else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
     placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
     outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
@@ -592,14 +596,15 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         layout_findings=findings)
 
 
-def _layout_findings(record_path: Path) -> list[dict] | None:
+def _layout_findings(record_path: Path,
+                     zooms: list[PlannedZoom] | None = None) -> list[Finding] | None:
     """The layout check of the probe's record; None when there is no readable record (the
     file comes from the sandbox: read as plain data, size-capped, never trusted further)."""
     try:
         if record_path.is_symlink() or record_path.stat().st_size > 8 << 20:
             return None
         record = json.loads(record_path.read_text(encoding="utf-8"))
-        return [f.as_dict() for f in check_layout(record)]
+        return check_layout(record, zooms)
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
 

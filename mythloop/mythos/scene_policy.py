@@ -16,7 +16,7 @@ fails to verify, to render, or renders with more layout findings keeps that vide
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from mythloop.mythos.layout import Finding, format_findings
 from mythloop.mythos.scenes import SceneUnit
@@ -49,7 +49,7 @@ class Good(NamedTuple):
     version: str
     video: str
     duration: float
-    findings: list[dict[str, Any]] | None
+    findings: list[Finding] | None
     finding: str  # the layout findings as the repair's error text ("" when clean)
 
 
@@ -71,7 +71,7 @@ class RenderView:
     kind: str
     message: str = ""
     log_tail: str = ""
-    findings: list[dict[str, Any]] | None = None
+    findings: list[Finding] | None = None
 
 
 Action = Literal["render", "accept", "accept_then_repair", "keep", "repair", "give_up"]
@@ -94,10 +94,10 @@ def last_line(text: str | None) -> str:
 
 
 def good_from(code: str, version: str, video: str, duration: float,
-              findings: list[dict[str, Any]] | None) -> Good:
+              findings: list[Finding] | None) -> Good:
     """A scene's newly rendered video, with its findings as the text a layout repair gets."""
     return Good(code, version, video, duration, findings,
-                format_findings([Finding(**f) for f in findings or []]))
+                format_findings(findings or []))
 
 
 def after_verify(ok: bool, failure: str, good: Good | None) -> Step:

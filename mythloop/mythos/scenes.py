@@ -17,11 +17,15 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
 from mythloop.mythos.extract import base_class_name
 from mythloop.mythos.safe_ast import parse
+
+if TYPE_CHECKING:
+    from mythloop.mythos.layout import Finding, PlannedZoom
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
            "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
@@ -184,17 +188,19 @@ class SceneCache:
         path = self.path(key)
         return path if path.is_file() and path.stat().st_size > 0 else None
 
-    def get_layout(self, key: str) -> list[dict] | None:
+    def get_layout(self, key: str, zooms: list[PlannedZoom] | None = None
+                   ) -> list[Finding] | None:
         """The layout check of the probe record kept with a cached video, judged by today's
-        rules (None: no record was kept)."""
+        rules and the scene's planned `zooms` (None: no record was kept)."""
         from mythloop.mythos.layout import check_layout
         from mythloop.mythos.layout_probe import PROBE_VERSION
 
         try:
             record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
             if record.get("probe_version", 1) < PROBE_VERSION:
-                return None  # an older probe saw less (no samples during animations)
-            return [f.as_dict() for f in check_layout(record)]
+                return None  # an older probe saw less (no samples during animations, their
+                # times counted twice)
+            return check_layout(record, zooms)
         except (OSError, ValueError, TypeError, KeyError, IndexError):
             return None
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.mythos.avmux import thumbnail_data_url
+from mythloop.mythos.layout import findings_table
 from mythloop.mythos.records import FilmManifest
 from mythloop.preview import preview_url_for
 
@@ -51,14 +52,7 @@ def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | Non
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
                   f"| {link(data.video_path)} | {link(subtitles.srt if subtitles else None)} | "
                   f"{link(subtitles.vtt if subtitles else None)} | {link(data.poster)} |", ""]
-    findings = [(s.label, f) for s in data.scenes for f in (s.layout or [])]
-    if findings:
-        lines += [f"**Layout check:** {len(findings)} finding(s)", "",
-                  "| scene | kind | at (scene time) | what | detail |", "|---|---|---|---|---|"]
-        lines += [f"| {label} | {f.get('kind')} | {float(f.get('t') or 0):.1f} s "
-                  f"({f.get('at')}) | {str(f.get('what')).replace('|', '/')} | "
-                  f"{str(f.get('detail')).replace('|', '/')} |" for label, f in findings[:40]]
-        lines.append("")
+    lines += findings_table([(s.label, f) for s in data.scenes for f in (s.layout or [])])
     for scene in data.scenes:
         if scene.failed_repair:
             lines.append(f"**Kept after a failed repair:** {scene.label} "
