@@ -21,6 +21,17 @@ reads their sandboxes from the shared results dir, and analyses once.
 
 Rerunning the same sweep on the same results dir resumes: rounds recorded as
 complete are skipped, a round cut short is restored from its snapshot and run again.
+
+With several noise levels (simulated judge) the same flow is a noise study:
+
+    sweep(config, noise_levels=[0, 0.2, 0.4])     flow "sweep" (the outer run)
+      sweep-simulated-noise-0.00 ...             subflow "sweep" per level, one after another,
+                                                 each an ordinary sweep in D/noise-<level>/
+      analyze noise study                        task: D/report.md, D/metrics.json,
+                                                 D/noise_curve.png, artifacts
+
+Each level resumes like any sweep (finished rounds are skipped), so rerunning the same
+command after an interruption picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -43,7 +54,8 @@ from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
-from mythloop_tasks.analysis import analyze_results, artifact_key
+from mythloop.sweep.study import finish_study, level_config, normalise_levels, prepare_study_dir
+from mythloop_tasks.analysis import analyze_results, analyze_study_results, artifact_key
 from mythloop_tasks.common import say
 from mythloop_tasks.hooks import record_sweep_failure
 from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
@@ -273,15 +285,11 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
 
     With several `noise_levels` (simulated judge) this is a noise study instead: one
     ordinary sweep per level in <results dir>/noise-<level>/, then the study's report
-    (flows/noise_study.py). One level is the same as setting judge_options.noise.
+    (run_noise_study). One level is the same as setting judge_options.noise.
     """
     if noise_levels:
-        from mythloop.sweep.study import normalise_levels
-
         levels = normalise_levels(noise_levels)
         if len(levels) > 1:
-            from mythloop_flows.noise_study import run_noise_study
-
             return run_noise_study(config, levels)
         config = config.model_copy(update={
             "judge_options": config.judge_options.model_copy(update={"noise": levels[0]})})
@@ -296,6 +304,25 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
         if created:  # a sweep that never ran a round leaves no empty results dir behind
             _remove_if_unused(results_dir)
         raise
+
+
+def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
+    """Run every level's sweep in turn (inside the calling flow), then the study analysis."""
+    root = prepare_study_dir(config, config.results_dir or default_results_dir(
+        get_settings().resolved_results_dir), levels)
+    say(f"[study] noise levels {', '.join(f'{x:g}' for x in levels)} -> {root}")
+    runs = []
+    for noise in levels:
+        cfg = level_config(config, root, noise)
+        runs.append(sweep.with_options(
+            flow_run_name=f"sweep-{config.judge}-noise-{noise:.2f}")(cfg))
+    finish_study(root)
+    analyze_study_results(str(root), config.judge)
+    report = Path(root) / "report.md"
+    say(f"[study] report: {report}")
+    return {"results_dir": str(root), "report": str(report), "levels": levels,
+            "level_results": runs, "shards": [s for r in runs for s in r["shards"]],
+            "failed_turns": sum(r["failed_turns"] for r in runs)}
 
 
 def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
