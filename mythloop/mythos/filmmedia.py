@@ -23,7 +23,9 @@ from mythloop.mythos.avmux import (
     mux_film,
     speech_track,
 )
+from mythloop.mythos.scenes import concat_videos
 from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
+from mythloop.mythos.tts import get_engine
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
 
@@ -87,16 +89,12 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     `scenes` are the film's scenes in order, each with `label`, `video` and `duration`.
     Returns what the manifest records: the subtitle files, cues, voice clips and timings.
     """
-    from mythloop.mythos.scenes import concat_videos
-
     film = Path(film)
     work = film.parent / "voice"
     clips: list[Path | None] = [None] * len(scenes)
     speech: list[float] = [0.0] * len(scenes)
     engine_name = None
     if voice:
-        from mythloop.mythos.tts import get_engine
-
         engine = get_engine(voice)
         engine_name = engine.name
         for i, (scene, lines) in enumerate(zip(scenes, narration, strict=True)):
