@@ -21,32 +21,64 @@ reads their sandboxes from the shared results dir, and analyses once.
 
 Rerunning the same sweep on the same results dir resumes: rounds recorded as
 complete are skipped, a round cut short is restored from its snapshot and run again.
+
+With several noise levels (simulated judge) the same flow is a noise study:
+
+    sweep(config, noise_levels=[0, 0.2, 0.4])     flow "sweep" (the outer run)
+      sweep-simulated-noise-0.00 ...             subflow "sweep" per level, one after another,
+                                                 each an ordinary sweep in D/noise-<level>/
+      analyze noise study                        task: D/report.md, D/metrics.json,
+                                                 D/noise_curve.png, artifacts
+
+Each level resumes like any sweep (finished rounds are skipped), so rerunning the same
+command after an interruption picks up where it stopped.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import shutil
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
 from prefect.futures import wait
+from prefect.states import Cancelled, Cancelling
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 import mythloop
 from mythloop.fileio import write_json_atomic
-from mythloop.llm import LLM_TAG
+from mythloop.llm import LLM_TAG, BackendTimeout, is_retriable
+from mythloop.llm.runner import cli_owner, kill_owned_clis
+from mythloop.router import get_embedder
 from mythloop.settings import get_settings
+from mythloop.skills import load_catalog
 from mythloop.sweep import ConditionRun, SweepConfig
-from mythloop.sweep.config import default_results_dir, load_sweep_prompts
+from mythloop.sweep.config import default_results_dir, load_sweep_prompts, replicate_seed
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry
-from mythloop_tasks.analysis import analyze_results, artifact_key
+from mythloop.sweep.shards import rounds_done, shard_plan, shard_summary
+from mythloop.sweep.study import (
+    finish_study,
+    level_config,
+    normalise_levels,
+    prepare_study_dir,
+    sweep_key,
+)
+from mythloop.verdicts import render_self_eval_contract
+from mythloop_tasks.analysis import analyze_results, analyze_study_results, artifact_key
 from mythloop_tasks.common import TaskPool, mythloop_task, say
 from mythloop_tasks.hooks import record_sweep_failure
+from mythloop_tasks.nightly import record_night
 from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
@@ -54,8 +86,6 @@ _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shard
 
 @functools.lru_cache(maxsize=8)
 def _catalog(pool: Path):
-    from mythloop.skills import load_catalog
-
     catalog = load_catalog(pool)
     if not catalog.skills:
         raise ValueError(f"no valid skills under {pool}; check --pool")
@@ -63,14 +93,10 @@ def _catalog(pool: Path):
 
 
 def _embedder(model: str | None):
-    from mythloop.router import get_embedder
-
     return get_embedder(model)  # one load per process and model
 
 
 def _contract() -> str:
-    from mythloop.verdicts import render_self_eval_contract
-
     return render_self_eval_contract()
 
 
@@ -131,10 +157,6 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
     """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
     wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
     are applied to the store and logged in prompt order. Returns how many turns failed."""
-    from prefect.task_runners import ThreadPoolTaskRunner
-
-    from mythloop.llm.runner import cli_owner, kill_owned_clis
-
     order = run.learning_order
     failed = 0
     owner = object()  # marks this round's CLI calls (the worker threads copy the context)
@@ -199,14 +221,10 @@ def _state_error(state) -> BaseException | str:
 
 def _attempts(error: BaseException | str, task) -> int:
     """How often a failed turn ran: retriable errors used every retry, others failed at once."""
-    from mythloop.llm import is_retriable
-
     return task.retries + 1 if isinstance(error, BaseException) and is_retriable(error) else 1
 
 
 def _is_timeout(error: BaseException | str) -> bool:
-    from mythloop.llm import BackendTimeout
-
     return isinstance(error, BackendTimeout | TimeoutError) or "timed out" in str(error).lower()
 
 
@@ -229,8 +247,6 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
         previous = json.loads(meta_path.read_text(encoding="utf-8"))
     prompts, file_seed = checked.prompts, checked.file_seed
     seed = config.seed if config.seed is not None else file_seed
-    from mythloop.sweep.config import replicate_seed
-
     embedder = config.embedder or get_settings().embedder_model or "all-MiniLM-L6-v2 (bundled)"
     write_json_atomic(meta_path, {
         **previous,
@@ -261,8 +277,6 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
 
 def _remove_if_unused(results_dir: Path) -> None:
     """Delete a results dir this sweep created when it failed before any round was written."""
-    import shutil
-
     if not any(results_dir.glob("*/round_*.jsonl")):
         shutil.rmtree(results_dir, ignore_errors=True)
 
@@ -274,15 +288,11 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
 
     With several `noise_levels` (simulated judge) this is a noise study instead: one
     ordinary sweep per level in <results dir>/noise-<level>/, then the study's report
-    (flows/noise_study.py). One level is the same as setting judge_options.noise.
+    (run_noise_study). One level is the same as setting judge_options.noise.
     """
     if noise_levels:
-        from mythloop.sweep.study import normalise_levels
-
         levels = normalise_levels(noise_levels)
         if len(levels) > 1:
-            from mythloop_flows.noise_study import run_noise_study
-
             return run_noise_study(config, levels)
         config = config.model_copy(update={
             "judge_options": config.judge_options.model_copy(update={"noise": levels[0]})})
@@ -297,6 +307,25 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
         if created:  # a sweep that never ran a round leaves no empty results dir behind
             _remove_if_unused(results_dir)
         raise
+
+
+def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
+    """Run every level's sweep in turn (inside the calling flow), then the study analysis."""
+    root = prepare_study_dir(config, config.results_dir or default_results_dir(
+        get_settings().resolved_results_dir), levels)
+    say(f"[study] noise levels {', '.join(f'{x:g}' for x in levels)} -> {root}")
+    runs = []
+    for noise in levels:
+        cfg = level_config(config, root, noise)
+        runs.append(sweep.with_options(
+            flow_run_name=f"sweep-{config.judge}-noise-{noise:.2f}")(cfg))
+    finish_study(root)
+    analyze_study_results(str(root), config.judge)
+    report = Path(root) / "report.md"
+    say(f"[study] report: {report}")
+    return {"results_dir": str(root), "report": str(report), "levels": levels,
+            "level_results": runs, "shards": [s for r in runs for s in r["shards"]],
+            "failed_turns": sum(r["failed_turns"] for r in runs)}
 
 
 def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
@@ -342,18 +371,11 @@ def shard_task(config: SweepConfig, cond: str, replicate: int, results_dir: str,
 
 
 def _sweep_key(config: SweepConfig) -> str:
-    from mythloop.sweep.study import sweep_key
-
     return sweep_key(config.judge, config.judge_options.noise)
 
 
 def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
     """Submit every shard as a flow run of config.shard_deployment, wait for all, gather them."""
-    from prefect.deployments import run_deployment
-    from prefect.exceptions import ObjectNotFound
-
-    from mythloop.sweep.shards import shard_plan, shard_summary
-
     # Shards load the config on another host: absolute paths where the user gave any,
     # the bundled defaults (resolved there) where not, and no fan-out of their own.
     shard_config = config.model_copy(update={
@@ -387,14 +409,6 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
 
 def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progress_id) -> dict:
     """Poll the shards' flow runs until all are final; past shard_timeout, cancel and fail."""
-    import time
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-    from prefect.states import Cancelled, Cancelling
-
-    from mythloop.sweep.shards import rounds_done
-
     deadline = time.monotonic() + config.shard_timeout if config.shard_timeout else None
     total = len(runs) * config.rounds
     seen: set[str] = set()
@@ -450,8 +464,6 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
 def _record_night(results_dir: Path, sweep_key: str) -> dict:
     """History, comparison with the last comparable night, regression events, trend plot.
     A failure here is reported and leaves the finished sweep Completed."""
-    from mythloop_tasks.nightly import record_night
-
     state = record_night(str(results_dir), sweep_key, return_state=True)
     if not state.is_completed():
         say(f"[sweep] history not updated: {state.message}")

@@ -12,9 +12,14 @@ existing parent and removes it at once. Standard library only.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mythloop.data import data_path
+from mythloop.llm.replay import topic_slug
 
 __all__ = ["dir_problem", "plain_errors", "cron_problem", "replay_problem", "recorded_topics"]
 
@@ -138,8 +143,6 @@ def cron_problem(cron: str, timezone: str) -> str | None:
 
     A local check, so a bad schedule costs one line before any server is asked; what passes
     it is checked again by Prefect's own schedule model when the deployment is built."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     fields = cron.split()
     why = None
     if cron.strip().lower() not in _CRON_ALIASES:
@@ -164,8 +167,6 @@ def cron_problem(cron: str, timezone: str) -> str | None:
 
 def recorded_topics(cassette_dir: Path) -> list[str]:
     """The topics recorded under cassette_dir (each folder's first cassette names its topic)."""
-    import json
-
     topics = []
     with contextlib.suppress(OSError):
         for folder in sorted(p for p in Path(cassette_dir).iterdir() if p.is_dir()):
@@ -180,14 +181,10 @@ def recorded_topics(cassette_dir: Path) -> list[str]:
 
 def replay_problem(topic: str, cassette_dir: Path | None = None) -> str | None:
     """Why the replay backend cannot play `topic` (no recording), None when it can."""
-    from mythloop.llm.replay import topic_slug
-
     if cassette_dir is None:
         if os.environ.get("MYTHLOOP_CASSETTE_DIR"):  # as the film flow looks them up
             cassette_dir = Path(os.environ["MYTHLOOP_CASSETTE_DIR"])
         else:
-            from mythloop.data import data_path
-
             cassette_dir = data_path("fixtures", "cassettes")
     slug = topic_slug(topic)
     if slug and any((Path(cassette_dir) / slug).glob("*.json")):

@@ -19,12 +19,15 @@ import mimetypes
 import os
 import threading
 import urllib.parse
+from datetime import datetime
+from html import escape
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_json_atomic
+from mythloop.settings import get_settings
 
 __all__ = ["PreviewServer", "preview_file", "preview_base_url", "preview_url_for",
            "default_roots", "index_page"]
@@ -64,15 +67,11 @@ _TYPES = {".mp4": "video/mp4", ".webm": "video/webm", ".png": "image/png",
 
 def default_roots() -> dict[str, Path]:
     """URL prefix -> folder: film runs and sweep results of this state folder."""
-    from mythloop.settings import get_settings
-
     settings = get_settings()
     return {"runs": settings.resolved_runs_dir, "results": settings.resolved_results_dir}
 
 
 def preview_file() -> Path:
-    from mythloop.settings import get_settings
-
     return get_settings().state_root / "preview.json"
 
 
@@ -253,8 +252,6 @@ def _read_json(path: Path) -> dict:
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:
-    from datetime import datetime
-
     try:
         return (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))
                 ).total_seconds()
@@ -299,8 +296,6 @@ def _run_rows(prefix: str, root: Path) -> list[dict]:
 def index_page(prefix: str, root: Path) -> str:
     """A plain HTML index of the runs under ROOT (served at /<prefix>/), newest first: each
     run's prompt, state, duration and links to the files it has."""
-    from html import escape
-
     rows = []
     for row in _run_rows(prefix, Path(root)):
         rel = row["dir"].relative_to(root).as_posix()

@@ -55,6 +55,7 @@ Stopping on request
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -148,8 +149,6 @@ def die_with_parent() -> None:
     orphan (Linux PR_SET_PDEATHSIG; it fires when the starting *thread* ends, so start
     long-lived children from a thread that lives as long as they should)."""
     with contextlib.suppress(Exception):
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 

@@ -16,7 +16,7 @@ __all__ = ["api_ok", "local_server_url", "server_file", "read_server_file"]
 
 def server_file() -> Path:
     """Where a running `mythloop server` records its address."""
-    from mythloop.settings import get_settings
+    from mythloop.settings import get_settings  # noqa: PLC0415 (keeps pydantic_settings off the CLI's start-up)
 
     return get_settings().state_root / "server.json"
 

@@ -1,4 +1,5 @@
-"""Prefect side of the sweep analysis: run `analyze`, publish the headline and the report.
+"""Prefect side of the sweep analysis: run `analyze`, publish the headline and the report;
+the same for a noise study (`analyze_study_results`: the study's table and report).
 
 Artifacts use the same keys every night (`sweep-<key>-headline`, `sweep-<key>-report`),
 so Prefect keeps each night's version under one key and the UI shows the history.
@@ -13,8 +14,9 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from mythloop.analysis import AnalysisResult, analyze
+from mythloop.analysis.study import StudyResult, analyze_study
 
-__all__ = ["analyze_results", "artifact_key"]
+__all__ = ["analyze_results", "analyze_study_results", "artifact_key"]
 
 _FIGURE_LINK = re.compile(r"!\[(?P<caption>[^\]]*)\]\((?P<name>[^)\s]+\.png)\)")
 
@@ -53,4 +55,19 @@ def analyze_results(results_dir: str | Path, sweep_key: str) -> AnalysisResult:
         key=artifact_key(sweep_key, "report"),
         description=f"Sweep report{simulated}: {result.report_path}",
     )
+    return result
+
+
+@task(name="analyze-noise-study", task_run_name="analyze noise study {judge}")
+def analyze_study_results(root: str, judge: str) -> StudyResult:
+    """Rebuild the study's report, metrics and noise curve, and publish them as artifacts."""
+    result = analyze_study(root, reanalyse_levels=False)
+    simulated = " (SIMULATED judge)" if result.simulated else ""
+    key = f"{judge}-noise-study"
+    create_table_artifact(table=result.table_rows, key=artifact_key(key, "table"),
+                          description=f"Noise study: last-round differences{simulated}.")
+    report = result.report_path.read_text(encoding="utf-8")
+    create_markdown_artifact(markdown=_report_for_ui(report, result.report_path.parent),
+                             key=artifact_key(key, "report"),
+                             description=f"Noise study report{simulated}: {result.report_path}")
     return result

@@ -9,8 +9,12 @@ comes back as a dict, which the flow reads with `Model.model_validate`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect.context import TaskRunContext
 
+from mythloop.mythos.avmux import duration_of, poster_frame, still_clip
+from mythloop.mythos.filmmedia import finish_film
 from mythloop.mythos.layout import PlannedZoom
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
@@ -22,6 +26,9 @@ from mythloop.mythos.records import (
     StitchResult,
     VerifyResult,
 )
+from mythloop.mythos.render import render_scene
+from mythloop.mythos.scenes import SceneCache, concat_videos
+from mythloop.mythos.verify import verify_scene
 from mythloop_tasks.common import mythloop_task, run_logger_info
 
 STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold
@@ -48,7 +55,6 @@ def codegen(session: FilmSession, dossier: dict, basis: str) -> CodegenResult:
 @mythloop_task(name="verify", retries=0)
 def verify(code: str, prompt: str) -> VerifyResult:
     """Static check of the untrusted scene code (`mythloop verify`)."""
-    from mythloop.mythos.verify import verify_scene
 
     return verify_scene(code, prompt)
 
@@ -60,10 +66,6 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     """One scene: its cached video when its code, header, quality and Manim version are
     unchanged, else a sandboxed render whose video then enters the scene cache. `zooms`: the
     scene's planned zooms (the layout check treats what they frame as intended)."""
-    from pathlib import Path
-
-    from mythloop.mythos.render import render_scene
-    from mythloop.mythos.scenes import SceneCache
 
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
@@ -79,8 +81,6 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     if rendered.ok and not rendered.video_path and rendered.image_path:
         # a still scene (nothing played): its PNG becomes a held frame the film can stitch
         # (and hold longer for its narration, like any scene's last frame)
-        from mythloop.mythos.avmux import still_clip
-
         image = Path(rendered.image_path)
         clip = still_clip(image, STILL_SCENE_S, image.with_suffix(".mp4"),
                           fps=QUALITY_FPS.get(quality, 15))
@@ -102,8 +102,6 @@ def repair(session: FilmSession, index: int, name: str, attempt: int, header: st
 @mythloop_task(name="stitch", retries=0)
 def stitch(videos: list[str], target: str) -> StitchResult:
     """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
-    from mythloop.mythos.avmux import duration_of
-    from mythloop.mythos.scenes import concat_videos
 
     concat_videos(videos, target)
     return StitchResult(video_path=target, duration=round(duration_of(target), 3))
@@ -114,10 +112,6 @@ def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
                  voice: str | None, burn: bool) -> MediaResult:
     """film.srt/film.vtt from the scene durations, the voice-over (when asked) and the mux;
     then a poster frame from the middle of the film."""
-    from pathlib import Path
-
-    from mythloop.mythos.avmux import poster_frame
-    from mythloop.mythos.filmmedia import finish_film
 
     done = finish_film(Path(film), scenes, narration, voice=voice, burn=burn)
     poster = str(poster_frame(Path(film), Path(film).with_name("poster.png")))

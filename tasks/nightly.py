@@ -16,6 +16,8 @@ from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_table_artifact
+from prefect.events import emit_event
+from prefect.runtime import deployment
 
 from mythloop.analysis.compare import compare, render_markdown, side_from_metrics, side_from_night
 from mythloop.analysis.history import (
@@ -39,8 +41,6 @@ TREND_NIGHTS = 30  # nights shown in the trend plot and table
 
 def regression_resource(sweep_key: str) -> dict[str, str]:
     """The deployment this flow run came from; an ad hoc sweep names its sweep key instead."""
-    from prefect.runtime import deployment
-
     if deployment.id:
         return {"prefect.resource.id": f"prefect.deployment.{deployment.id}",
                 "prefect.resource.name": str(deployment.name or "")}
@@ -57,8 +57,6 @@ def _brief(s: dict[str, Any] | None) -> dict[str, Any] | None:
 def record_night(results_dir: str, sweep_key: str) -> dict[str, Any]:
     """Append this sweep to the history, compare it with the last comparable night, emit an
     event per metric that got worse beyond its interval, and publish the trend."""
-    from prefect.events import emit_event
-
     root = Path(results_dir)
     metrics = json.loads((root / "metrics.json").read_text(encoding="utf-8"))
     path = history_path()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepPrompt
 from mythloop.sweep.records import CatalogEntry, MeasureResult, TurnAnswer, TurnRow
-from mythloop_tasks.common import mythloop_task
+from mythloop_tasks.common import mythloop_task, say
 
 
 @mythloop_task(name="measure_round", retries=0,
@@ -33,8 +33,6 @@ def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int,
 def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[CatalogEntry]],
                 contract: str) -> list[TurnRow]:
     """Every learning turn of a round in the library (in-process judges): the turn rows."""
-    from mythloop_tasks.common import say
-
     settings = get_settings()
 
     def note(row: TurnRow) -> None:

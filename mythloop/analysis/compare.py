@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mythloop.analysis.compute import HEADLINE
+from mythloop.analysis.compute import HEADLINE, compute_metrics
 from mythloop.analysis.conclusion import MIN_REPLICATES, claim
+from mythloop.analysis.core import _threshold
 from mythloop.analysis.history import Night, series_of, sweep_fields
-from mythloop.analysis.stats import difference
+from mythloop.analysis.load import AnalysisError, load_results
+from mythloop.analysis.report import fmt
+from mythloop.analysis.stats import difference, summarize
 
 __all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "side_from_dir",
            "side_from_night", "table_rows"]
@@ -53,17 +56,12 @@ class Side:
 def read_metrics(results_dir: Path) -> dict[str, Any]:
     """metrics.json when the analysis wrote one, else the metrics computed now (nothing
     written)."""
-    from mythloop.analysis.load import AnalysisError, load_results
-
     path = results_dir / "metrics.json"
     if path.is_file():
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             pass  # recomputed below
-    from mythloop.analysis.compute import compute_metrics
-    from mythloop.analysis.core import _threshold
-
     try:
         results = load_results(results_dir)
     except AnalysisError as exc:
@@ -128,8 +126,6 @@ class Comparison:
 
 
 def _summary(values: dict[int, float]) -> dict[str, Any] | None:
-    from mythloop.analysis.stats import summarize
-
     return summarize(values)
 
 
@@ -184,8 +180,6 @@ def compare(a: Side, b: Side) -> Comparison:
 
 
 def table_rows(comparison: Comparison) -> list[dict[str, str]]:
-    from mythloop.analysis.report import fmt
-
     out = []
     for row in comparison.rows:
         d = row["difference"]

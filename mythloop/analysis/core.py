@@ -13,6 +13,7 @@ from mythloop.analysis.plots import draw_figures
 from mythloop.analysis.report import headline_rows, render_report, round_rows
 from mythloop.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from mythloop.fileio import write_text_atomic
+from mythloop.settings import get_settings
 
 __all__ = ["AnalysisResult", "analyze"]
 
@@ -37,8 +38,6 @@ def _threshold(sweep: dict[str, Any], override: float | None) -> float:
     recorded = sweep.get("abstain_threshold")
     if isinstance(recorded, int | float) and not isinstance(recorded, bool):
         return float(recorded)
-    from mythloop.settings import get_settings
-
     return float(get_settings().abstain_threshold)
 
 

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mythloop.fileio import jsonl_text, read_jsonl
+import matplotlib.pyplot as plt  # Agg: the package's __init__ (-> plots.py) chose it first
+
+from mythloop.analysis.compute import HEADLINE
+from mythloop.analysis.conclusion import MIN_REPLICATES
+from mythloop.analysis.report import fmt
+from mythloop.fileio import jsonl_text, read_jsonl, replacing
+from mythloop.settings import get_settings
 
 __all__ = ["HISTORY_FILE", "Night", "append_night", "draw_history", "history_path", "last_comparable",
            "night_rows", "prompt_set_hash", "read_nights", "series_of", "trend_rows"]
@@ -37,8 +43,6 @@ SERIES_FIELDS = ("prompt_set", "pool", "judge", "noise", "model", "embedder", "r
 
 def history_path(state_root: Path | None = None) -> Path:
     if state_root is None:
-        from mythloop.settings import get_settings
-
         state_root = get_settings().state_root
     return Path(state_root) / HISTORY_FILE
 
@@ -81,8 +85,6 @@ def series_of(fields: dict[str, Any]) -> str:
 def night_rows(metrics: dict[str, Any], results_dir: Path | str,
                *, sweep_key: str | None = None) -> list[dict[str, Any]]:
     """One row per condition and headline metric at the sweep's last round."""
-    from mythloop.analysis.compute import HEADLINE
-
     sweep = metrics.get("sweep") or {}
     fields = sweep_fields(metrics)
     night = sweep.get("finished_utc") or sweep.get("started_utc") or ""
@@ -182,15 +184,6 @@ def last_comparable(nights: list[Night], series: str, *, exclude_dir: str | None
 def draw_history(nights: list[Night], path: Path) -> Path:
     """history.png: each headline metric per night (one panel each), one line per condition,
     with its 95% interval where the night had enough replicates for one."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mythloop.analysis.compute import HEADLINE
-    from mythloop.analysis.conclusion import MIN_REPLICATES
-    from mythloop.fileio import replacing
-
     fig, axes = plt.subplots(3, 3, figsize=(13, 9), sharex=True)
     conds = sorted({r["cond"] for n in nights for r in n.rows})
     labels = [n.night[5:16].replace("T", " ") for n in nights]
@@ -225,9 +218,6 @@ def draw_history(nights: list[Night], path: Path) -> Path:
 
 def trend_rows(nights: list[Night]) -> list[dict[str, str]]:
     """The history as table rows (the Prefect table artifact): a row per night and condition."""
-    from mythloop.analysis.compute import HEADLINE
-    from mythloop.analysis.report import fmt
-
     out = []
     for night in nights:
         by = {(r["cond"], r["metric"]): r for r in night.rows}

@@ -67,7 +67,7 @@ def bootstrap_mean(
 
 
 def _t95(df: float) -> float:
-    from scipy.stats import t
+    from scipy.stats import t  # noqa: PLC0415 (heavy: about 1 s, only for a t interval)
 
     return float(t.ppf(0.975, df))
 

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from mythloop.analysis.conclusion import MIN_REPLICATES, claim, enough, round_label, signed
+from mythloop.analysis.core import analyze
 from mythloop.analysis.load import AnalysisError
+from mythloop.analysis.plots_study import draw_noise_curve
+from mythloop.fileio import write_text_atomic
+from mythloop.sweep.study import read_study
 
 __all__ = ["STUDY_METRICS", "StudyResult", "analyze_study", "compute_study", "render_study"]
 
@@ -284,11 +288,6 @@ def _level_dirs(root: Path, meta: dict[str, Any]) -> dict[float, Path]:
 def analyze_study(root: str | Path, *, reanalyse_levels: bool = True) -> StudyResult:
     """Rebuild a study dir from its files: each level's analysis (unless reanalyse_levels
     is False and its metrics.json exists), then D/metrics.json, D/report.md, the figure."""
-    from mythloop.analysis.core import analyze
-    from mythloop.analysis.plots_study import draw_noise_curve
-    from mythloop.fileio import write_text_atomic
-    from mythloop.sweep.study import read_study
-
     root = Path(root).expanduser().resolve()
     meta = read_study(root)
     if meta is None:

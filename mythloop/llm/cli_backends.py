@@ -20,6 +20,7 @@ from mythloop.llm.errors import (
 )
 from mythloop.llm.registry import register_backend
 from mythloop.llm.runner import CLIResult, resolve_executable, run_cli
+from mythloop.settings import get_settings
 
 __all__ = [
     "CLIBackend",
@@ -49,8 +50,6 @@ class CLIBackend(Backend):
         home: str | Path | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
-        from mythloop.settings import get_settings
-
         settings = get_settings()
         super().__init__(model or settings.model)
         self.command = command or settings.command or self.binary

@@ -6,6 +6,7 @@ import logging
 
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, ModelUnavailable, falls_back, first_line
+from mythloop.settings import get_settings
 
 __all__ = ["FallbackLadder"]
 
@@ -22,8 +23,6 @@ class FallbackLadder:
 
     def __init__(self, backend: Backend, models: list[str] | None = None) -> None:
         if models is None:
-            from mythloop.settings import get_settings
-
             models = get_settings().model_fallbacks
         ordered = [m for m in [backend.model, *models] if m]
         self.models = list(dict.fromkeys(ordered))  # unique, order kept

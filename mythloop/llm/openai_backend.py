@@ -21,6 +21,7 @@ from mythloop.llm.errors import (
     login_hint,
 )
 from mythloop.llm.registry import register_backend
+from mythloop.settings import get_settings
 
 __all__ = ["OpenAIBackend"]
 
@@ -35,8 +36,6 @@ class OpenAIBackend(Backend):
     def __init__(
         self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None
     ) -> None:
-        from mythloop.settings import get_settings
-
         settings = get_settings()
         super().__init__(model or settings.model)
         self.base_url = (base_url or settings.openai_base_url).rstrip("/")

@@ -7,8 +7,10 @@ import json
 import logging
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+from mythloop.data import data_path
 from mythloop.fileio import write_json_atomic
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, EmptyOutput, MissingCassette
@@ -31,8 +33,6 @@ def cassette_path(cassette_dir: Path, topic: str, key: str) -> Path:
 
 def write_cassette(cassette_dir: Path, topic: str, key: str, prompt: str | None, model: str, response: str) -> Path:
     """Record one answer atomically (temp file + rename); returns its path."""
-    from datetime import UTC, datetime
-
     path = cassette_path(cassette_dir, topic, key)
     record = {
         "topic": topic,
@@ -55,8 +55,6 @@ class ReplayBackend(Backend):
         if not topic_slug(topic):
             raise ValueError(f"replay: topic {topic!r} has no letters or digits to form a cassette folder")
         if cassette_dir is None:
-            from mythloop.data import data_path
-
             cassette_dir = data_path("fixtures", "cassettes")
         self.topic = topic
         self.cassette_dir = Path(cassette_dir)

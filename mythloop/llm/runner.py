@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mythloop import procs
 from mythloop.llm.errors import ToolMissing
+from mythloop.settings import get_settings
 
 __all__ = ["CLIResult", "run_cli", "resolve_executable", "NPM_PACKAGES", "cli_owner",
            "kill_owned_clis"]
@@ -61,8 +62,6 @@ class CLIResult:
 
 def _project_npm_bins() -> list[Path]:
     """Where `npm install --prefix .mythloop/npm` puts executables."""
-    from mythloop.settings import get_settings
-
     root = get_settings().state_root / "npm"
     return [root / "node_modules" / ".bin", root / "bin"]
 

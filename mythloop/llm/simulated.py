@@ -23,6 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from mythloop.data import data_path
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.registry import register_backend
 
@@ -106,8 +109,6 @@ def expected_from_prompts(path: str | Path) -> dict[str, str | None]:
     """{prompt text: expected skill} from any JSON/YAML prompts file of dicts with `prompt` and `expected_skill`."""
     text = Path(path).read_text(encoding="utf-8")
     if Path(path).suffix in (".yaml", ".yml"):
-        import yaml
-
         data = yaml.safe_load(text)
     else:
         data = json.loads(text)
@@ -152,8 +153,6 @@ class SimulatedJudge(Backend):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"simulated judge: {label}={rate} is outside [0, 1]")
         if tiers is None:
-            from mythloop.data import data_path
-
             tiers = tiers_from_pool(pool or data_path("fixtures", "pool"))
         self.tiers = dict(tiers)
         if expected is None and prompts is not None:

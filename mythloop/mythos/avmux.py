@@ -7,8 +7,10 @@ raise `MuxError` with the last line ffmpeg printed.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -201,9 +203,6 @@ def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
 def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
     """A small JPEG of `image` as a `data:` URL (a few tens of KB), for markdown that must
     show a picture without a server to fetch it from."""
-    import base64
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="mythloop-thumb-") as tmp:
         out = Path(tmp) / "thumb.jpg"
         _run([_ffmpeg(), "-y", "-v", "error", "-i", str(image), "-vf", f"scale={width}:-2",

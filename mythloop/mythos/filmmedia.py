@@ -24,7 +24,9 @@ from mythloop.mythos.avmux import (
     speech_track,
 )
 from mythloop.mythos.records import MediaResult, SubtitlesInfo, VoiceInfo
+from mythloop.mythos.scenes import concat_videos
 from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
+from mythloop.mythos.tts import get_engine
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
 
@@ -89,16 +91,12 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     Returns what the manifest records: the subtitle files, cues, voice clips and timings
     (a MediaResult without the poster).
     """
-    from mythloop.mythos.scenes import concat_videos
-
     film = Path(film)
     work = film.parent / "voice"
     clips: list[Path | None] = [None] * len(scenes)
     speech: list[float] = [0.0] * len(scenes)
     engine_name = None
     if voice:
-        from mythloop.mythos.tts import get_engine
-
         engine = get_engine(voice)
         engine_name = engine.name
         for i, (scene, lines) in enumerate(zip(scenes, narration, strict=True)):

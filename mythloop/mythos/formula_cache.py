@@ -27,12 +27,14 @@ import shutil
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.tex_policy import tex_env
+from mythloop.settings import get_settings
 
 __all__ = ["FormulaService", "serving", "cache_dir", "tex_environment", "stats"]
 
@@ -65,8 +67,6 @@ sys.exit(4 if run(["dvisvgm", "--page=1", "--no-fonts", "--verbosity=0",
 
 
 def cache_dir() -> Path:
-    from mythloop.settings import get_settings
-
     return get_settings().state_root / "formula-cache"
 
 
@@ -204,9 +204,7 @@ class FormulaService:
 
     def _compile(self, tex: str) -> tuple[str | None, str]:
         """Compile TEX in a sandbox of its own; (svg text or None, log tail)."""
-        import time
-
-        from mythloop.mythos import render as R
+        from mythloop.mythos import render as R  # noqa: PLC0415 (cycle: render imports this module)
 
         started = time.monotonic()
         namespaced = R._namespaces_work()

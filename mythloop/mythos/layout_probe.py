@@ -23,10 +23,9 @@ PROBE_VERSION = 3  # 2: samples during animations; 3: their scene time counted o
 
 
 def install(out_path: str) -> None:
-    import numpy as np
-    from manim import Scene, config
-    from manim.mobject.text.tex_mobject import SingleStringMathTex
-    from manim.mobject.text.text_mobject import MarkupText, Paragraph, Text
+    # Inside the render only: mythloop reads PROBE_VERSION from this module without manim.
+    import numpy as np  # noqa: PLC0415
+    from manim import MarkupText, Paragraph, Scene, SingleStringMathTex, Text, config  # noqa: PLC0415
 
     text_types = (Text, MarkupText, Paragraph, SingleStringMathTex)
     snapshots: list[dict] = []

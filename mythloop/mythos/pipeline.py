@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mythloop.fileio import write_json_atomic, write_text_atomic
+from mythloop.llm import FallbackLadder, get_backend
 from mythloop.mythos.extract import ExtractionError, extract_json_object, extract_python_block
 from mythloop.mythos.extract import find_scene_class as _find_scene_class
 from mythloop.mythos.prompts import (
@@ -28,6 +29,7 @@ from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import Manifest, create_run_dir
 from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
 from mythloop.mythos.stages import load_charter, stage_by_slug, validate_artifact
+from mythloop.settings import get_settings
 
 __all__ = ["FilmSession", "StageFailed", "SceneCodeError", "open_session", "cache_basis",
            "SCENE_FILE"]
@@ -198,9 +200,6 @@ def cache_basis(step: str, input_obj: object, request: FilmRequest) -> str:
 
 def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> FilmSession:
     """Create the run dir, the manifest and the backend for one film."""
-    from mythloop.llm import FallbackLadder, get_backend
-    from mythloop.settings import get_settings
-
     settings = get_settings()
     runs_root = request.runs_dir or settings.resolved_runs_dir
     if request.resume_dir is not None:  # an interrupted film continues where it was

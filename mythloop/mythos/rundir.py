@@ -8,7 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mythloop.fileio import write_json_atomic
+from pydantic import ValidationError
+
+from mythloop.fileio import describe_invalid, write_json_atomic
+from mythloop.mythos.records import FilmManifest, StageRecord
 
 __all__ = ["slugify", "create_run_dir", "write_json_atomic", "Manifest", "utc_now"]
 
@@ -53,8 +56,6 @@ class Manifest:
     FILE_NAME = "manifest.json"
 
     def __init__(self, run_dir: Path | str, **initial: Any) -> None:
-        from mythloop.mythos.records import FilmManifest
-
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / self.FILE_NAME
         self.record = FilmManifest.model_validate(
@@ -66,11 +67,6 @@ class Manifest:
     def load(cls, run_dir: Path | str) -> Manifest:
         """Reopen an existing run's manifest (for resumed films); a manifest that is not
         valid JSON or not a film manifest raises a one-line ValueError naming it."""
-        from pydantic import ValidationError
-
-        from mythloop.fileio import describe_invalid
-        from mythloop.mythos.records import FilmManifest
-
         path = Path(run_dir) / cls.FILE_NAME
         if not path.is_file():
             raise FileNotFoundError(f"no {cls.FILE_NAME} in {run_dir}; is it a film run directory?")
@@ -106,8 +102,6 @@ class Manifest:
     def add_stage(self, record: Any) -> None:
         """Append (or replace, by `stage` name) one stage record (a StageRecord or its
         dict), then save."""
-        from mythloop.mythos.records import StageRecord
-
         with self.lock:
             new = StageRecord.model_validate(record)
             stages = list(self.record.stages)

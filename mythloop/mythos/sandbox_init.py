@@ -27,7 +27,9 @@ import select
 import signal
 import stat
 import sys
+import threading
 import time
+import traceback
 
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
@@ -302,8 +304,6 @@ def _run_render(job: dict, spec: dict, fresh: list, worker: dict) -> dict:
         except SystemExit as exc:  # manim's own exit
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # noqa: BLE001 - the render's error goes to its log
-            import traceback
-
             traceback.print_exc()
         finally:
             try:
@@ -374,8 +374,6 @@ def serve(spec: dict) -> int:
     with open(spec["worker_file"], encoding="utf-8") as fh:  # trusted mythloop source
         exec(compile(fh.read(), spec["worker_file"], "exec"), worker)  # noqa: S102
     worker["prepare"]()
-    import threading
-
     if threading.active_count() != 1:  # forking a threaded process is not safe
         print("sandbox: manim started threads; cannot serve warm renders", file=sys.stderr)
         return 124

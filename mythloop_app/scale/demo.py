@@ -17,6 +17,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.shards import shard_plan
 from mythloop_app.scale import api
@@ -128,8 +129,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="default: <state>/results/scale-demo-<UTC stamp>")
     parser.add_argument("--keep", action="store_true", help="keep the stack's logs folder")
     args = parser.parse_args(argv)
-    from mythloop.settings import get_settings
-
     results_dir = (args.results_dir or get_settings().resolved_results_dir
                    / f"scale-demo-{datetime.now(UTC):%Y%m%dT%H%M%SZ}").resolve()
     started = time.monotonic()
