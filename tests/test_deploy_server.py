@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from browser import chromium_render, find_chromium, visible_text
+from waiting import settle, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -47,17 +47,18 @@ class Stack:
 
 def _wait_for(what: str, check, timeout: float, procs: list[subprocess.Popen], logs: Path):
     """Poll `check()` until it returns a truthy value; fail early if a process died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def checked():
         value = check()
-        if value:
-            return value
-        for proc in procs:
+        for proc in procs if not value else ():
             if proc.poll() is not None:
                 pytest.fail(f"{what}: {proc.args[3:5]} exited with {proc.returncode}\n"
                             + _tails(logs))
-        time.sleep(0.5)
-    pytest.fail(f"{what}: not within {timeout:.0f} s\n" + _tails(logs))
+        return value
+
+    try:
+        return wait_for(checked, timeout, what)
+    except TimeoutError as exc:
+        pytest.fail(f"{exc}\n" + _tails(logs))
 
 
 def _tails(logs: Path) -> str:
@@ -291,10 +292,8 @@ def test_sigterm_stops_serve_and_server_without_leftovers(stack):
     assert _stop(stack.server) == 0, _tails(stack.logs)
     assert not (stack.state / "server.json").exists()
     assert "Prefect server stopped." in (stack.logs / "server.log").read_text()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (_group_alive(stack.server_pid)
-                                           or _processes_with_state(stack.state)):
-        time.sleep(0.5)
+    settle(lambda: not (_group_alive(stack.server_pid) or _processes_with_state(stack.state)),
+           30)
     assert not _group_alive(stack.server_pid)
     assert _processes_with_state(stack.state) == []
     with socket.socket() as probe, pytest.raises(OSError):

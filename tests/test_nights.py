@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from typer.testing import CliRunner
+from waiting import settle
 
 from mythloop.analysis.compare import compare, side_from_dir
 from mythloop.analysis.history import append_night, night_rows, read_nights
@@ -131,14 +132,15 @@ def test_the_regression_is_an_event_and_the_automation_acts(nights):
     regressions = nights["runs"]["d"]["regressions"]
     assert "trap.gap_all" in {r["metric"] for r in regressions if r["cond"] == "c3"}
     api = PREFECT_API_URL.value()
-    deadline = time.monotonic() + 90
-    events, runs = [], []
-    while time.monotonic() < deadline and not (events and runs):
+
+    def seen() -> tuple[list, list]:
         events = httpx.post(f"{api}/events/filter", json={"filter": {
             "event": {"name": ["mythloop.sweep.regression"]}}}, timeout=30).json()["events"]
         runs = httpx.post(f"{api}/flow_runs/filter", json={"deployments": {
             "id": {"any_": [str(nights["alert_id"])]}}}, timeout=30).json()
-        time.sleep(1)
+        return events, runs
+
+    events, runs = settle(seen, 90, until=lambda both: both[0] and both[1], interval=1)
     assert events, "no mythloop.sweep.regression event reached the server"
     payload = events[0]["payload"]
     assert payload["results_dir"] == str(nights["root"] / "d")
@@ -306,9 +308,7 @@ def test_with_a_notification_block_the_automation_sends_through_it(nights):
                             "results_dir": "/r/new", "baseline_dir": "/r/old",
                             "baseline_night": "2026-01-01T02:05:00Z", "sweep_key": "t"})
         EventsWorker.drain_all()
-        deadline = time.monotonic() + 90
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.5)
+        settle(lambda: received, 90)
     finally:
         listener.shutdown()
     assert received, "the notification block was never called"
