@@ -65,6 +65,7 @@ def test_quality_changes_what_is_readable():
     assert check_layout(record) == []
 
 
+@pytest.mark.slow  # two sandboxed renders
 def test_sandboxed_render_reports_layout_findings(tmp_path):
     """The probe runs inside the render sandbox; findings come back with the result."""
     from mythloop.mythos.render import render_scene

@@ -75,6 +75,7 @@ def judge_cli(monkeypatch):
     monkeypatch.setenv("FAKE_DELAY", "0-0.4")
 
 
+@pytest.mark.slow  # two sweeps, ~29 s in the last full run
 def test_same_seed_same_metrics_and_turn_rows_at_concurrency_1_and_8(tmp_path, judge_cli):
     base = {"conditions": ["c3"], "rounds": 2, "judge": "gemini", "judge_options": GEMINI}
     _sweep(SweepConfig(**base, concurrency=1, results_dir=tmp_path / "one"))
