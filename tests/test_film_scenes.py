@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
 import pytest
-from waiting import settle
 
 from mythloop.llm.replay import write_cassette
 from mythloop.mythos.avmux import duration_of
@@ -113,10 +113,16 @@ def _task_run_names(flow_run_id: str, expected: set[str]) -> set[str]:
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+    names: set[str] = set()
     with get_client(sync_client=True) as client:
-        return settle(lambda: {run.name for run in client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])),
-            limit=200)}, 60, until=lambda names: expected <= names)
+        for _ in range(60):
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])), limit=200)
+            names = {run.name for run in runs}
+            if expected <= names:
+                break
+            time.sleep(0.5)
+    return names
 
 
 # --- the split -----------------------------------------------------------------------
