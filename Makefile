@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: setup apt venv test demo demo-sweep demo-film bench bench-scale lint doctor clean
+.PHONY: setup apt venv test test-fast demo demo-sweep demo-film bench bench-scale lint doctor clean
 
 setup: apt $(VENV)/.installed
 
@@ -45,6 +45,11 @@ $(VENV)/.installed: pyproject.toml
 
 test: setup
 	$(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
+
+# The fast lane: the suite without the tests marked slow (renders video or starts servers) or
+# wheel. `make test` (CI) still runs everything; docs/operations.md lists the slowest tests.
+test-fast: setup
+	$(VENV)/bin/pytest -q --durations=15 -m "not slow and not wheel" $(PYTEST_ARGS)
 
 demo: setup demo-sweep demo-film
 

@@ -87,6 +87,11 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
         rows.append(("film", "replay film <= 1.15x plain manim + 15 s",
                      f"{film['film_s']['median']:.1f} s vs {film['budget_s']:.1f} s",
                      film["film_s"]["median"] <= film["budget_s"]))
+    bad = parts.get("bad_input", {}).get("figures")
+    if bad:
+        rows.append(("bad_input", "each bad input answered in one line in < 1 s (median)",
+                     f"{bad['worst_median_s']:.2f} s (slowest case)",
+                     bad["worst_median_s"] < 1.0 and bad["all_one_line"]))
     return rows
 
 
@@ -543,6 +548,22 @@ def _metatool(part: dict) -> list[str]:
     return out
 
 
+def _bad_input(part: dict) -> list[str]:
+    f = part["figures"]
+    out = [f"The real CLI in a subprocess, {f['repeats']} rounds, cases interleaved; seconds "
+           "per answer (median, min - max) and the ratio to `mythloop --help` measured beside "
+           "it.", "", "| command | seconds | / `--help` | exit | lines | answer |",
+           "|---|---|---|---|---|---|"]
+    for name, row in f["cases"].items():
+        ratio = row["over_help"]["median"]
+        out.append(f"| `{name}` | {_s(row['seconds'])} | "
+                   f"{'' if ratio is None else f'{ratio:.2f}x'} | {row['exit']} | "
+                   f"{row['lines']} | {row['first_line'][:80].replace('|', '/')} |")
+    if f.get("databases_left"):
+        out += ["", f"A Prefect database was written: {', '.join(f['databases_left'])}."]
+    return out
+
+
 def render_results(data: dict) -> str:
     """The whole RESULTS.md."""
     m, parts = data["machine"], data["parts"]
@@ -577,7 +598,8 @@ def render_results(data: dict) -> str:
                 ("film", "Film: scene-parallel replay film vs plain manim (bench/film.py)", _film),
                 ("overhead", "Per-task orchestration overhead (bench/overhead.py)", _overhead),
                 ("metatool", "The router and its loop on MetaTool's 199 tools (bench/metatool.py)",
-                 _metatool)]
+                 _metatool),
+                ("bad_input", "Bad input answers (bench/bad_input.py)", _bad_input)]
     for key, title, render in sections:
         part = parts.get(key)
         lines += ["", f"## {title}", ""]

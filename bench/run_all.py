@@ -1,7 +1,8 @@
 """`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
 
 Parts: router (bench/router.py), sweep, film, overhead, metatool (MetaTool's 199 tools from
-/work/shared/benchmarks, the sweep command of issue 24, ~10 min); and scale (bench/scale.py: the
+/work/shared/benchmarks, the sweep command of issue 24, ~10 min), bad_input (how fast the CLI
+answers bad input, ~1 min); and scale (bench/scale.py: the
 PostgreSQL stack, workers and a 1000-task burst, ~6 minutes on its own), which runs only
 when asked for (`--with-scale`, `--only scale`, `make bench-scale`); otherwise RESULTS.md
 shows the figures of its last run from bench/scale.json, dated. Each part runs in a
@@ -40,11 +41,11 @@ from common import (  # noqa: E402
 )
 from report import render_results  # noqa: E402
 
-PARTS = ("router", "scale", "sweep", "film", "overhead", "metatool")
-DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool")
+PARTS = ("router", "scale", "sweep", "film", "overhead", "metatool", "bad_input")
+DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 SCALE_JSON = REPO / "bench" / "scale.json"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 720, "overhead": 240,
-             "metatool": 1800}
+             "metatool": 1800, "bad_input": 600}
 FULL = {
     "router": {},
     "scale": {"tasks": 1000, "burst_timeout": 300.0},
@@ -52,6 +53,7 @@ FULL = {
     "film": {"repeats": 3, "rerun": True},
     "overhead": {"n": 200, "repeats": 3},
     "metatool": {"rounds": 4},
+    "bad_input": {"repeats": 5},
 }
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
@@ -60,6 +62,7 @@ QUICK = {
     "film": {"repeats": 1, "rerun": False},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
     "metatool": {"rounds": 1, "conditions": ["c0"], "plot": False},
+    "bad_input": {"repeats": 1},
 }
 
 

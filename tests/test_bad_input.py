@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,6 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 POOL_SMALL = REPO / "tests" / "data" / "pool_small"
 RESULTS_SMALL = REPO / "tests" / "data" / "results_small"
-# The issue's bound on a rejected command (it must not start Prefect or load a model first).
-REJECT_WITHIN_S = 5.0
 
 PROMPTS = {
     "version": 1,
@@ -59,19 +56,22 @@ def ws(tmp_path: Path) -> dict[str, Path]:
     return {"root": tmp_path, "pool": pool, "prompts": prompts, "earlier": earlier}
 
 
-def cli(*args: object, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
+def cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI in a subprocess; the timeout only catches a hang (how fast a rejection comes is
+    a benchmark figure: bench/bad_input.py)."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", *map(str, args)],
+    if cwd is not None:  # a state folder of its own: a Prefect database there would be news
+        env.update(MYTHLOOP_STATE_DIR=str(cwd / "state"),
+                   PREFECT_HOME=str(cwd / "state" / "prefect"))
+    return subprocess.run([sys.executable, "-m", "mythloop_app.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
-    return proc, time.monotonic() - start
 
 
 def rejected(ws: dict[str, Path], *args: object, names: tuple[str, ...]) -> str:
-    """Run the CLI; assert exit 2, one stderr line naming the problem, no traceback, quick,
-    and the earlier results dir untouched. Returns the error line."""
+    """Run the CLI; assert exit 2, one stderr line naming the problem, no traceback, and the
+    earlier results dir untouched. Returns the error line."""
     before = _tree(ws["earlier"])
-    proc, elapsed = cli(*args, cwd=ws["root"])
+    proc = cli(*args, cwd=ws["root"])
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr + proc.stdout
@@ -79,7 +79,7 @@ def rejected(ws: dict[str, Path], *args: object, names: tuple[str, ...]) -> str:
     assert lines[0].startswith("error: "), lines[0]
     for needle in names:
         assert needle in lines[0], (needle, lines[0])
-    assert elapsed < REJECT_WITHIN_S, f"took {elapsed:.1f} s"
+    assert not list((ws["root"] / "state").rglob("*.db")), "a Prefect server was started"
     assert _tree(ws["earlier"]) == before
     return lines[0]
 

@@ -68,6 +68,7 @@ def test_router_core_small_pool_matches_the_loop():
     assert result["targets"]["same_scores"]
 
 
+@pytest.mark.slow  # a sweep flow and the plain loop
 def test_sweep_flow_and_plain_loop_agree(prefect_harness, tmp_path):
     import sweep
 

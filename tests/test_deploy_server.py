@@ -1,6 +1,8 @@
 """End to end: `mythloop server` + `mythloop serve`, a film started through the API the UI's
 Run form uses, its task runs, `prefect deployment ls`, the UI in headless Chromium, and a
-clean stop. The tests share one server and run in file order; the last one stops it."""
+clean stop. The tests share one server; a test that finds it stopped (the clean-stop test ran
+before it) starts another, and the film run is started by the first test that needs it, so
+every test runs alone or in any order."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from browser import chromium_render, find_chromium, visible_text
+from waiting import settle, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -41,23 +44,26 @@ class Stack:
     api_url: str
     server_pid: int
     logs: Path
-    film_run_id: str | None = None
-    film_summary_id: str | None = None
+    film_run_id: str | None = None  # the film_run_id fixture's run, once it has ended
+
+    def stopped(self) -> bool:
+        return self.server.poll() is not None or self.serve.poll() is not None
 
 
 def _wait_for(what: str, check, timeout: float, procs: list[subprocess.Popen], logs: Path):
     """Poll `check()` until it returns a truthy value; fail early if a process died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def checked():
         value = check()
-        if value:
-            return value
-        for proc in procs:
+        for proc in procs if not value else ():
             if proc.poll() is not None:
                 pytest.fail(f"{what}: {proc.args[3:5]} exited with {proc.returncode}\n"
                             + _tails(logs))
-        time.sleep(0.5)
-    pytest.fail(f"{what}: not within {timeout:.0f} s\n" + _tails(logs))
+        return value
+
+    try:
+        return wait_for(checked, timeout, what)
+    except TimeoutError as exc:
+        pytest.fail(f"{exc}\n" + _tails(logs))
 
 
 def _tails(logs: Path) -> str:
@@ -95,9 +101,8 @@ def _stop(proc: subprocess.Popen, timeout: float = 90.0) -> int | None:
     return proc.returncode
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory) -> Stack:
-    state = tmp_path_factory.mktemp("deploy-state")
+@contextlib.contextmanager
+def _running_stack(state: Path) -> Iterator[Stack]:
     logs = state / "logs"
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
@@ -114,11 +119,54 @@ def stack(tmp_path_factory) -> Stack:
             record.read_text()), STARTUP_S, procs, logs)
         _wait_for("served deployments", lambda: len(_api(
             info["api_url"], "POST", "/deployments/filter", {})) >= 2, STARTUP_S, procs, logs)
-        stack = Stack(state, env, server, serve, info["api_url"], info["server_pid"], logs)
-        yield stack
+        yield Stack(state, env, server, serve, info["api_url"], info["server_pid"], logs)
     finally:
         for proc in reversed(procs):
             _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def _stacks() -> Iterator[dict]:
+    """The module's stacks: stopped at the module's end (those a test stopped, a no-op)."""
+    with contextlib.ExitStack() as exits:
+        yield {"exits": exits, "current": None}
+
+
+@pytest.fixture
+def stack(_stacks, tmp_path_factory) -> Stack:
+    """The module's running stack; a new one when a test before stopped it."""
+    current = _stacks["current"]
+    if current is None or current.stopped():
+        current = _stacks["exits"].enter_context(
+            _running_stack(tmp_path_factory.mktemp("deploy-state")))
+        _stacks["current"] = current
+    return current
+
+
+@pytest.fixture
+def film_run_id(stack) -> str:
+    """The film started like the UI's Run form, once per stack, waited for until it ends."""
+    if stack.film_run_id is None:
+        (deployment,) = _api(stack, "POST", "/deployments/filter",
+                             {"deployments": {"name": {"any_": ["film"]}}})
+        # The UI's Run form posts exactly this: the deployment's create_flow_run.
+        run = _api(stack, "POST", f"/deployments/{deployment['id']}/create_flow_run", {
+            "parameters": {"request": {"prompt": "the heat equation", "backend": "offline",
+                                       "render": True, "quality": "l", "max_repairs": 1}}})
+        _wait_for("the served film run", lambda: _api(stack, "GET", f"/flow_runs/{run['id']}")[
+            "state"]["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 600,
+            [stack.server, stack.serve], stack.logs)
+        stack.film_run_id = run["id"]
+    return stack.film_run_id
+
+
+def _film_summary(stack: Stack, film_run_id: str) -> dict:
+    """The film's summary artifact (markdown, "# Film: ...")."""
+    artifacts = _api(stack, "POST", "/artifacts/filter",
+                     {"artifacts": {"flow_run_id": {"any_": [film_run_id]}}})
+    summary = [a for a in artifacts if a["type"] == "markdown" and "# Film:" in a["data"]]
+    assert summary, f"no film summary among {[a['type'] for a in artifacts]}"
+    return summary[0]
 
 
 def _flow_run_task_runs(stack: Stack, flow_run_id: str) -> list[dict]:
@@ -154,22 +202,9 @@ def test_serve_created_the_llm_concurrency_limit(stack):
     assert limit["concurrency_limit"] == LLM_LIMIT
 
 
-def test_film_started_like_the_run_form_completes_every_step(stack):
-    (deployment,) = _api(stack, "POST", "/deployments/filter",
-                         {"deployments": {"name": {"any_": ["film"]}}})
-    # The UI's Run form posts exactly this: the deployment's create_flow_run.
-    run = _api(stack, "POST", f"/deployments/{deployment['id']}/create_flow_run", {
-        "parameters": {"request": {"prompt": "the heat equation", "backend": "offline",
-                                   "render": True, "quality": "l", "max_repairs": 1}}})
-    stack.film_run_id = run["id"]
-
-    def finished():
-        state = _api(stack, "GET", f"/flow_runs/{run['id']}")["state"]
-        return state if state["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"} \
-            else None
-
-    state = _wait_for("the served film run", finished, 600, [stack.server, stack.serve],
-                      stack.logs)
+def test_film_started_like_the_run_form_completes_every_step(stack, film_run_id):
+    run = {"id": film_run_id}
+    state = _api(stack, "GET", f"/flow_runs/{run['id']}")["state"]
     assert state["type"] == "COMPLETED", f"{state}\n{_tails(stack.logs)}"
     tasks = {}
     _wait_for("task run states", lambda: tasks.update(
@@ -188,7 +223,6 @@ def test_film_started_like_the_run_form_completes_every_step(stack):
     # Prefect stores both as markdown: the summary, and the link "[film.mp4](<address>)"
     summary = [a for a in artifacts if a["type"] == "markdown" and "# Film:" in a["data"]]
     assert summary and str(video) in summary[0]["data"]
-    stack.film_summary_id = summary[0]["id"]
     # serve publishes the run dirs over HTTP: the film's link is an address that plays
     import httpx
 
@@ -202,14 +236,13 @@ def test_film_started_like_the_run_form_completes_every_step(stack):
     assert "poster.png" in summary[0]["data"]
 
 
-def test_the_ui_shows_the_film_steps(stack, repo_root):
+def test_the_ui_shows_the_film_steps(stack, film_run_id, repo_root):
     chromium = find_chromium()
     if chromium is None:
         message = "Debian's chromium is not installed (make setup installs it)"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    assert stack.film_run_id, "needs the film run of the previous test"
     ui = stack.api_url.rsplit("/api", 1)[0]
-    page = f"{ui}/v2/runs/flow-run/{stack.film_run_id}?tab=TaskRuns"
+    page = f"{ui}/v2/runs/flow-run/{film_run_id}?tab=TaskRuns"
     shot = repo_root / "tests" / "artifacts" / "film-run-task-runs.png"
     text = ""
     for budget in (15_000, 30_000, 60_000):  # retry while the UI loads on a busy machine
@@ -223,13 +256,13 @@ def test_the_ui_shows_the_film_steps(stack, repo_root):
     assert shot.stat().st_size > 20_000  # the screenshot of that same render
 
 
-def test_the_film_summary_page_shows_the_poster(stack, repo_root):
+def test_the_film_summary_page_shows_the_poster(stack, film_run_id, repo_root):
     chromium = find_chromium()
     if chromium is None:
         message = "Debian's chromium is not installed (make setup installs it)"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    assert stack.film_summary_id, "needs the film run of an earlier test"
-    page = f"{stack.api_url.rsplit('/api', 1)[0]}/v2/artifacts/artifact/{stack.film_summary_id}"
+    summary_id = _film_summary(stack, film_run_id)["id"]
+    page = f"{stack.api_url.rsplit('/api', 1)[0]}/v2/artifacts/artifact/{summary_id}"
     access = stack.state / "preview-access.log"
     shot = repo_root / "tests" / "artifacts" / "film-summary.png"
     dom = ""
@@ -291,10 +324,8 @@ def test_sigterm_stops_serve_and_server_without_leftovers(stack):
     assert _stop(stack.server) == 0, _tails(stack.logs)
     assert not (stack.state / "server.json").exists()
     assert "Prefect server stopped." in (stack.logs / "server.log").read_text()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (_group_alive(stack.server_pid)
-                                           or _processes_with_state(stack.state)):
-        time.sleep(0.5)
+    settle(lambda: not (_group_alive(stack.server_pid) or _processes_with_state(stack.state)),
+           30)
     assert not _group_alive(stack.server_pid)
     assert _processes_with_state(stack.state) == []
     with socket.socket() as probe, pytest.raises(OSError):

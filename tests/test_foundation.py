@@ -65,6 +65,7 @@ def test_cli_help_lists_commands():
     assert "doctor" in result.stdout
 
 
+@pytest.mark.slow  # doctor starts a temporary Prefect server
 def test_doctor_prints_one_line_per_check_and_passes_here(tmp_path):
     env = dict(os.environ, MYTHLOOP_STATE_DIR=str(tmp_path / "state"))
     env.pop("PREFECT_HOME", None)
@@ -78,6 +79,7 @@ def test_doctor_prints_one_line_per_check_and_passes_here(tmp_path):
     assert (tmp_path / "state" / "prefect").is_dir()
 
 
+@pytest.mark.slow  # doctor starts a temporary Prefect server
 def test_doctor_names_the_fix_when_a_tool_is_missing(tmp_path):
     env = dict(os.environ, MYTHLOOP_STATE_DIR=str(tmp_path / "state"),
                PATH=str(Path(sys.executable).parent))  # no latex, no ffmpeg

@@ -32,6 +32,7 @@ def records(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the records fixture: a manim pass per scene
 def test_clean_scene_has_no_findings(records):
     record = records["Clean"]
     beats = [s["at"] for s in record["snapshots"] if not s["at"].startswith("play")]
@@ -44,6 +45,7 @@ def test_clean_scene_has_no_findings(records):
     assert check_layout(record) == []
 
 
+@pytest.mark.slow  # the records fixture: a manim pass per scene
 def test_off_frame_overlap_and_tiny_text_are_flagged(records):
     findings = check_layout(records["OffFrame"])
     kinds = {f.kind: f for f in findings}
@@ -55,6 +57,7 @@ def test_off_frame_overlap_and_tiny_text_are_flagged(records):
     assert text.count("\n- ") == 3 and "inside the frame" in text
 
 
+@pytest.mark.slow  # the records fixture: a manim pass per scene
 def test_camera_zoom_counts_and_fixed_captions_do_not_move(records):
     """At zoom 3 a wide formula leaving the frame around the zoomed term is intended; E = mc^2,
     which fits the unzoomed frame, is wholly off-screen at zoom 3 and flagged; the fixed
@@ -75,6 +78,7 @@ def test_quality_changes_what_is_readable():
     assert check_layout(record) == []
 
 
+@pytest.mark.slow  # two sandboxed renders
 def test_sandboxed_render_reports_layout_findings(tmp_path):
     """The probe runs inside the render sandbox; findings come back with the result."""
     from mythloop.mythos.render import render_scene
@@ -108,6 +112,7 @@ def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
     assert cache.get_layout("k2") is None  # no record kept: no check to report
 
 
+@pytest.mark.slow  # the records fixture: a manim pass per scene
 def test_captions_cross_fading_in_one_place_overlap_mid_fade(records):
     [finding] = check_layout(records["CrossFade"])
     assert finding.kind == "overlap" and finding.at.startswith("play")
@@ -116,6 +121,7 @@ def test_captions_cross_fading_in_one_place_overlap_mid_fade(records):
     assert check_layout(records["OneAfterAnother"]) == []  # never both on screen
 
 
+@pytest.mark.slow  # the records fixture: a manim pass per scene
 def test_a_part_cut_by_the_edge_while_zoomed_is_clipped_and_a_sweep_is_not(records):
     findings = check_layout(records["ZoomCutsAPart"])
     assert [(f.kind, f.at.split(" ")[0]) for f in findings] == [("clipped", "wait")]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waiting import settle
 
 from mythloop.llm.errors import ToolMissing
 from mythloop.llm.runner import resolve_executable, run_cli
@@ -31,10 +31,9 @@ def subreaper():
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
-def _gone(pid: int, patience: float = 10.0) -> bool:
+def _gone(pid: int, patience: float = 30.0) -> bool:
     """True once `pid` no longer exists (reaping it if it is our zombie)."""
-    end = time.monotonic() + patience
-    while True:
+    def gone() -> bool:
         try:
             os.waitpid(pid, os.WNOHANG)  # reap if it was reparented to us
         except ChildProcessError:
@@ -43,9 +42,9 @@ def _gone(pid: int, patience: float = 10.0) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
+        return False
+
+    return settle(gone, patience, interval=0.05)
 
 
 def test_stdin_env_and_cwd_reach_the_child(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from typer.testing import CliRunner
+from waiting import settle
 
 from mythloop.analysis.compare import compare, side_from_dir
 from mythloop.analysis.history import append_night, night_rows, read_nights
@@ -87,6 +88,7 @@ def nights(tmp_path_factory, prefect_harness):
                "history": root / "state" / "history.jsonl"}
 
 
+@pytest.mark.slow  # the nights fixture: three sweeps
 def test_identical_seeds_show_no_change(nights):
     out = _compare_json(nights["root"] / "a", nights["root"] / "c")
     assert out["config_differences"] == []
@@ -96,6 +98,7 @@ def test_identical_seeds_show_no_change(nights):
     assert nights["runs"]["c"]["regressions"] == []  # C's night against A's: nothing
 
 
+@pytest.mark.slow  # the nights fixture: three sweeps
 def test_a_router_change_is_worse_where_it_moved_and_nowhere_else(nights):
     out = _compare_json(nights["root"] / "c", nights["root"] / "d")
     verdicts = {(r["cond"], r["metric"]): r for r in out["rows"]}
@@ -110,6 +113,7 @@ def test_a_router_change_is_worse_where_it_moved_and_nowhere_else(nights):
     assert "| c3 | score gap gold - poisoned (all pairs) |" in md and "**Worse**: c3" in md
 
 
+@pytest.mark.slow  # the nights fixture: three sweeps
 def test_history_keeps_each_night_and_prints_the_last(nights):
     complete = read_nights(nights["history"])
     assert [Path(n.results_dir).name for n in complete] == ["a", "c", "d"]
@@ -124,6 +128,7 @@ def test_history_keeps_each_night_and_prints_the_last(nights):
     assert [Path(n["results_dir"]).name for n in json.loads(shown.stdout)] == ["c", "d"]
 
 
+@pytest.mark.slow  # the nights fixture: three sweeps
 def test_the_regression_is_an_event_and_the_automation_acts(nights):
     import httpx
     from prefect.settings import PREFECT_API_URL
@@ -131,14 +136,17 @@ def test_the_regression_is_an_event_and_the_automation_acts(nights):
     regressions = nights["runs"]["d"]["regressions"]
     assert "trap.gap_all" in {r["metric"] for r in regressions if r["cond"] == "c3"}
     api = PREFECT_API_URL.value()
-    deadline = time.monotonic() + 90
-    events, runs = [], []
-    while time.monotonic() < deadline and not (events and runs):
+    night_d = str(nights["root"] / "d")  # not the test event of the notification test
+
+    def seen() -> tuple[list, list]:
         events = httpx.post(f"{api}/events/filter", json={"filter": {
             "event": {"name": ["mythloop.sweep.regression"]}}}, timeout=30).json()["events"]
         runs = httpx.post(f"{api}/flow_runs/filter", json={"deployments": {
             "id": {"any_": [str(nights["alert_id"])]}}}, timeout=30).json()
-        time.sleep(1)
+        return ([e for e in events if e["payload"].get("results_dir") == night_d],
+                [r for r in runs if r["parameters"]["regression"].get("results_dir") == night_d])
+
+    events, runs = settle(seen, 90, until=lambda both: both[0] and both[1], interval=1)
     assert events, "no mythloop.sweep.regression event reached the server"
     payload = events[0]["payload"]
     assert payload["results_dir"] == str(nights["root"] / "d")
@@ -264,6 +272,7 @@ def test_compare_against_the_history(tmp_path, monkeypatch):
     assert compare(side, side).regressions == []
 
 
+@pytest.mark.slow  # the nights fixture: three sweeps
 def test_with_a_notification_block_the_automation_sends_through_it(nights):
     """MYTHLOOP_REGRESSION_NOTIFY_BLOCK: the same automation, updated in place, also posts the
     message through a Prefect notification block (a custom webhook to a local listener)."""
@@ -306,9 +315,7 @@ def test_with_a_notification_block_the_automation_sends_through_it(nights):
                             "results_dir": "/r/new", "baseline_dir": "/r/old",
                             "baseline_night": "2026-01-01T02:05:00Z", "sweep_key": "t"})
         EventsWorker.drain_all()
-        deadline = time.monotonic() + 90
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.5)
+        settle(lambda: received, 90)
     finally:
         listener.shutdown()
     assert received, "the notification block was never called"

@@ -23,6 +23,7 @@ def study(prefect_harness, tmp_path_factory) -> tuple[Path, dict, SweepConfig]:
     return root, sweep(config, noise_levels=[0.4, 0.0]), config
 
 
+@pytest.mark.slow  # the study fixture: a sweep per noise level
 def test_study_layout_one_ordinary_sweep_per_level(study):
     root, result, config = study
     assert result["results_dir"] == str(root) and result["levels"] == list(LEVELS)
@@ -54,6 +55,7 @@ def test_study_layout_one_ordinary_sweep_per_level(study):
     assert metrics["levels"] == list(LEVELS) and set(metrics["table"]) == {"0.00", "0.40"}
 
 
+@pytest.mark.slow  # the study fixture: a sweep per noise level
 def test_analyze_rebuilds_the_study_from_its_files(study):
     root, _, _ = study
     before = (root / "metrics.json").read_text()
@@ -68,6 +70,7 @@ def test_analyze_rebuilds_the_study_from_its_files(study):
     assert "**Conclusion**" in (root / "report.md").read_text()
 
 
+@pytest.mark.slow  # the study fixture: a sweep per noise level
 def test_rerun_resumes_every_level_and_rejects_another_sweep(study):
     from mythloop_flows.feedback_loop import sweep
 

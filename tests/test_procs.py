@@ -12,6 +12,7 @@ import time
 
 import psutil
 import pytest
+from waiting import settle
 
 from mythloop import procs
 
@@ -43,12 +44,7 @@ def _family(*flags: str, env: dict[str, str] | None = None) -> tuple[subprocess.
 
 
 def _wait_dead(pid: int, limit: float = 30.0) -> bool:
-    deadline = time.monotonic() + limit
-    while procs.pid_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return settle(lambda: not procs.pid_alive(pid), limit, interval=0.05)
 
 
 class _Cleanup(list):
@@ -198,10 +194,7 @@ def test_pid_alive():
     assert not procs.pid_alive(0)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     pid = proc.pid
-    deadline = time.monotonic() + 30
-    while procs.pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not procs.pid_alive(pid)  # exited, not yet reaped: a zombie is not alive
+    assert _wait_dead(pid)  # exited, not yet reaped: a zombie is not alive
     proc.wait()
     assert not procs.pid_alive(pid)  # reaped
 

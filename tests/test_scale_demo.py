@@ -3,6 +3,8 @@ workers; a sharded sweep whose shards the workers take; a shard that fails; noth
 
 Slow (a few minutes): it starts every server itself, all on 127.0.0.1, and stops them even
 when a test fails (the fixture's finalizer, then a sweep for processes carrying the stack's tag).
+The tests share one stack; a test that finds it stopped (the stop test ran before it) gets a
+new one, so every test runs alone or in any order.
 """
 
 from __future__ import annotations
@@ -19,17 +21,29 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """Two workers, one flow run each at a time, on PostgreSQL; stopped at the end."""
-    stack = ScaleStack(workers=2, worker_limit=1,
-                       root=tmp_path_factory.mktemp("scale") / "stack")
+def _stacks():
+    """The module's stacks, each stopped at the end (again: a no-op for a stopped one)."""
+    stacks: list[ScaleStack] = []
     try:
-        stack.start()
-        yield stack
+        yield stacks
     finally:
-        stack.stop()
-        left = stack.leftovers()
-        assert left == {"pids": [], "ports": [], "dirs": []}, f"the stack left {left} behind"
+        for stack in stacks:
+            stack.stop()
+        left = [stack.leftovers() for stack in stacks]
+        assert all(one == {"pids": [], "ports": [], "dirs": []} for one in left), \
+            f"the stacks left {left} behind"
+
+
+@pytest.fixture
+def stack(_stacks, tmp_path_factory):
+    """Two workers, one flow run each at a time, on PostgreSQL: the module's stack, or a new
+    one when a test before stopped it."""
+    if not _stacks or not _stacks[-1].procs:  # stop() clears procs
+        stack = ScaleStack(workers=2, worker_limit=1,
+                           root=tmp_path_factory.mktemp("scale") / "stack")
+        _stacks.append(stack)
+        stack.start()
+    return _stacks[-1]
 
 
 def test_sharded_sweep_runs_each_shard_on_a_worker(stack, tmp_path):
@@ -75,7 +89,7 @@ def test_a_failed_shard_fails_the_sweep_naming_it(stack, tmp_path):
 
 
 def test_stopping_the_stack_leaves_no_process_or_port(stack):
-    """Runs last in this module: stop the shared stack and look for anything left."""
+    """Stop the shared stack and look for anything left (a later test gets a new one)."""
     ports = stack.ports()
     assert len(stack.leftovers()["pids"]) >= 4  # postgres, server, two workers at least
     stack.stop()

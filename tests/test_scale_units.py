@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
+from waiting import settle
 
 from mythloop.procs import kill_marked, marked_pids, start_process, stop_process
 from mythloop.sweep import SweepConfig
@@ -87,10 +87,8 @@ def test_stop_and_kill_tagged_leave_no_tagged_process(tmp_path):
     tag = uuid.uuid4().hex
     env = {**os.environ, TAG_ENV: tag}
     proc = start_process([sys.executable, "-c", _ESCAPER], env=env, log_path=tmp_path / "p.log")
-    deadline = time.monotonic() + 30
-    while len(tagged_pids(tag)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(tagged_pids(tag)) == 2
+    assert len(settle(lambda: tagged_pids(tag), 30, until=lambda pids: len(pids) >= 2,
+                      interval=0.1)) == 2
     stop_process(proc, grace=5.0)
     escaped = tagged_pids(tag)
     assert len(escaped) == 1  # its own session: the group kill missed it

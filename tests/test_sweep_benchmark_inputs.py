@@ -131,6 +131,7 @@ def test_missing_held_out_file(bench_slice, tmp_path):
             update={"heldout_file": tmp_path / "absent.json"}))
 
 
+@pytest.mark.slow  # a sweep on a benchmark slice
 def test_sweep_on_a_slice_reports_held_out_rounds_and_never_learns_them(
         prefect_harness, bench_slice, tmp_path):
     from mythloop.fileio import read_jsonl

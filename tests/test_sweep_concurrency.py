@@ -15,10 +15,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 from mythloop.fileio import read_jsonl
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -75,6 +75,7 @@ def judge_cli(monkeypatch):
     monkeypatch.setenv("FAKE_DELAY", "0-0.4")
 
 
+@pytest.mark.slow  # two sweeps, ~29 s in the last full run
 def test_same_seed_same_metrics_and_turn_rows_at_concurrency_1_and_8(tmp_path, judge_cli):
     base = {"conditions": ["c3"], "rounds": 2, "judge": "gemini", "judge_options": GEMINI}
     _sweep(SweepConfig(**base, concurrency=1, results_dir=tmp_path / "one"))
@@ -214,13 +215,10 @@ def test_a_sweep_killed_with_eight_turns_in_flight_resumes_to_the_same_metrics(
     proc = subprocess.Popen([exe, *args, "--concurrency", "8", "--results-dir", str(killed)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    deadline = time.monotonic() + 300
     try:
         # Round 1 under way: its first answers are in, the other turns are still in flight.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if list((shard / "raw").glob("r1_*.text.md")):
-                break
-            time.sleep(0.02)
+        wait_for(lambda: list((shard / "raw").glob("r1_*.text.md")), 300,
+                 "round 1's first answers", alive=proc, interval=0.02)
         assert proc.poll() is None, "the sweep finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
@@ -262,9 +260,7 @@ def test_the_cli_calls_of_a_round_can_be_ended_at_once_on_the_way_out():
         thread.start()
     from mythloop.llm import runner
 
-    deadline = time.monotonic() + 30
-    while len(runner._LIVE) < 3 and time.monotonic() < deadline:  # all three started
-        time.sleep(0.05)
+    wait_for(lambda: len(runner._LIVE) >= 3, 30, "all three calls started", interval=0.05)
     assert kill_owned_clis(owner) == 2
     for thread in threads[:2]:
         thread.join(timeout=20)

@@ -8,10 +8,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waiting import settle, wait_for
 
 from mythloop.fileio import read_jsonl
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -46,17 +46,13 @@ def _sweep_with_turn_tags(config: SweepConfig, turns: int) -> tuple[dict, list[l
 
     state = sweep(config, return_state=True)
     parent = state.state_details.flow_run_id
-    deadline = time.monotonic() + 60
     with get_client(sync_client=True) as client:
         shards = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent])))
-        while True:
-            seen = client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
-                task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn ")))
-            if len(seen) >= turns or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        seen = settle(lambda: client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn "))), 60,
+            until=lambda runs: len(runs) >= turns)
     return state.result(), [sorted(t.tags) for t in seen]
 
 
@@ -187,15 +183,15 @@ def test_a_killed_sweep_resumes_to_the_same_metrics(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     progress = killed / "c0-rep1" / "progress.json"
-    deadline = time.monotonic() + 600
+
+    def two_rounds_done() -> bool:
+        try:
+            return json.loads(progress.read_text())["completed_rounds"] == [0, 1]
+        except (OSError, ValueError, KeyError):
+            return False
+
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if json.loads(progress.read_text())["completed_rounds"] == [0, 1]:
-                    break
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.05)
+        wait_for(two_rounds_done, 600, "c0 rounds 0 and 1", alive=proc, interval=0.05)
         assert proc.poll() is None, "the sweep finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)  # mid-way: c0 round 2 (or c3) under way
     finally:
