@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+from waiting import settle
 
 from mythloop.llm.replay import write_cassette
 from mythloop.mythos.avmux import duration_of
@@ -113,15 +113,10 @@ def _task_runs(flow_run_id: str, expected: set[str]) -> list:
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    runs: list = []
     with get_client(sync_client=True) as client:
-        for _ in range(60):
-            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])), limit=200)
-            if expected <= {run.name for run in runs}:
-                break
-            time.sleep(0.5)
-    return runs
+        return settle(lambda: client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])), limit=200), 30,
+            until=lambda runs: expected <= {run.name for run in runs})
 
 
 def _task_run_names(flow_run_id: str, expected: set[str]) -> set[str]:
