@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time this module needs only the standard library
+    from mythloop.vocab import RenderKind
 
 __all__ = ["classify", "last_error_line"]
 
@@ -53,7 +57,7 @@ def last_error_line(log: str, scene_file: str | None = None) -> str | None:
 
 
 def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: bool,
-             log: str, scene_file: str, limits_text: str) -> tuple[str, str]:
+             log: str, scene_file: str, limits_text: str) -> tuple[RenderKind, str]:
     """Return (kind, one-line message) for a finished render."""
     if timed_out:
         return "timeout", (f"render timed out after {timeout:.0f}s and was killed with its "

@@ -34,6 +34,7 @@ from mythloop.sweep.records import (
     TurnAnswer,
     TurnRow,
 )
+from mythloop.vocab import AGREEMENT_CONDITIONS, BLEND_CONDITIONS, Condition
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
 
@@ -69,7 +70,7 @@ class ConditionRun:
     """Live state of one condition x replicate inside a sweep process."""
 
     config: SweepConfig
-    cond: str
+    cond: Condition
     replicate: int
     results_dir: Path
     catalog: Catalog
@@ -144,7 +145,8 @@ class ConditionRun:
         self._materialise_skills()
         self.store = VerdictStore(self.store_path, self.dir / "verdicts.npz")
         self.router = Router(self.catalog, self.store, self.embedder,
-                             blend=self.cond in ("c3", "c4"), agreement=self.cond == "c4")
+                             blend=self.cond in BLEND_CONDITIONS,
+                             agreement=self.cond in AGREEMENT_CONDITIONS)
         self.backend = self._make_backend()
 
     def close(self) -> None:
