@@ -26,7 +26,6 @@ complete are skipped, a round cut short is restored from its snapshot and run ag
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +41,7 @@ from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
-from mythloop.sweep.records import CatalogEntry
+from mythloop.sweep.records import CatalogEntry, SweepRecord, read_sweep_record
 from mythloop_tasks.analysis import analyze_results, artifact_key
 from mythloop_tasks.common import say
 from mythloop_tasks.hooks import record_sweep_failure
@@ -224,14 +223,14 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
     results_dir.mkdir(parents=True, exist_ok=True)
     meta_path = results_dir / "sweep.json"
     previous = {}
-    if meta_path.exists():
-        previous = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta_path.exists():  # keys this version does not write are kept
+        previous = read_sweep_record(meta_path).to_json()
     prompts, file_seed = checked.prompts, checked.file_seed
     seed = config.seed if config.seed is not None else file_seed
     from mythloop.sweep.config import replicate_seed
 
     embedder = config.embedder or get_settings().embedder_model or "all-MiniLM-L6-v2 (bundled)"
-    write_json_atomic(meta_path, {
+    write_json_atomic(meta_path, SweepRecord.from_json({
         **previous,
         "sweep_id": results_dir.name,
         "fingerprint": config.fingerprint(),
@@ -254,7 +253,7 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
         "finished_utc": None,
         "mythloop_version": mythloop.__version__,
         "python": sys.version.split()[0],
-    })
+    }).to_json())
     return results_dir
 
 
@@ -420,9 +419,9 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
 def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> dict:
     """Analyse the results dir once every shard is in, and say where the report is."""
     meta_path = results_dir / "sweep.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    meta["finished_utc"] = datetime.now(UTC).isoformat()
-    write_json_atomic(meta_path, meta)
+    meta = read_sweep_record(meta_path)
+    write_json_atomic(meta_path, meta.model_copy(
+        update={"finished_utc": datetime.now(UTC).isoformat()}).to_json())
     # Artifact keys stay the same night after night, so the UI shows one history per judge
     # and noise level.
     analyze_results(str(results_dir), _sweep_key(config))

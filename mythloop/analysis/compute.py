@@ -289,7 +289,7 @@ def compute_metrics(
     deltas = _deltas(cells, first, last, keys, opts)
     return {
         "schema_version": SCHEMA_VERSION,
-        "sweep": results.sweep,
+        "sweep": results.sweep.to_json(),
         "analysis": {
             "abstain_threshold": abstain_threshold,
             "miss_rank": MISS_RANK,
