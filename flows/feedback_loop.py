@@ -29,6 +29,8 @@ import functools
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -42,6 +44,7 @@ from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import CatalogEntry, SweepRecord, read_sweep_record
+from mythloop.vocab import Condition
 from mythloop_tasks.analysis import analyze_results, artifact_key
 from mythloop_tasks.common import say
 from mythloop_tasks.hooks import record_sweep_failure
@@ -73,7 +76,7 @@ def _contract() -> str:
 
 
 @flow(name="condition-run", log_prints=False)
-def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: str,
+def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_dir: str,
                   progress_artifact_id: str | None = None, progress_base: int = 0,
                   progress_total: int = 0) -> dict:
     """One condition x replicate in its own sandbox: rounds of measure -> learn."""
@@ -100,12 +103,13 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                     "skipped")
                 continue
             run.prepare_round(round_idx)
-            measured = measure_round(quote(run), round_idx)
+            measured = measure_round(quote(run), round_idx)  # type: ignore[call-overload]
             if config.per_turn_tasks:
                 failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
                                                     contract, config.resolved_concurrency())
             else:  # in-process judge: the whole learn step is one task run in the library
-                rows = learn_round(quote(run), round_idx, measured.catalogs, contract)
+                rows = learn_round(quote(run), round_idx,  # type: ignore[call-overload]
+                                   measured.catalogs, contract)
                 for row in rows:
                     run.append_turn(row)
                 failed_turns += sum(not row.ok for row in rows)
@@ -115,7 +119,7 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
             say(f"[sweep] {run.name} {where}: in-distribution hit@3 {hit3:.2f}"
                 if hit3 is not None else f"[sweep] {run.name} {where} measured")
             if progress_artifact_id:
-                update_progress_artifact(progress_artifact_id,
+                update_progress_artifact(UUID(progress_artifact_id),
                                          100.0 * (progress_base + round_idx + 1) / progress_total)
     finally:
         run.close()
@@ -138,9 +142,10 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
     owner = object()  # marks this round's CLI calls (the worker threads copy the context)
     token = cli_owner.set(owner)
     # Its own pool, whatever runner the flow was started with (in-process or a deployment).
+    runner: ThreadPoolTaskRunner[Any]
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
         try:
-            futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
+            futures: list[Any] = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
                                             "round_idx": round_idx,
                                             "catalog": catalogs[prompt.id],
                                             "contract": contract})
@@ -169,6 +174,7 @@ def _apply_in_order(run: ConditionRun, turn, round_idx: int,
         future.wait()
         state = future.state
         row = None
+        error: BaseException | str
         if state.is_completed():
             try:
                 row = run.record_turn(prompt, round_idx, catalog, state.result())
@@ -307,7 +313,7 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
     jobs = [(cond, replicate, i * config.rounds) for i, (replicate, cond) in enumerate(
         (r, c) for r in range(1, config.replicates + 1) for c in config.conditions)]
 
-    def shard(cond: str, replicate: int, base: int) -> dict:
+    def shard(cond: Condition, replicate: int, base: int) -> dict:
         return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
             config, cond, replicate, str(results_dir), str(progress_id), base, total)
 
@@ -322,7 +328,8 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
     _embedder(config.embedder)
     with ThreadPoolExecutor(max_workers=config.parallel_shards,
                             thread_name_prefix="sweep-shard") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, shard, *job) for job in jobs]
+        futures = [pool.submit(contextvars.copy_context().run, shard, *job)  # type: ignore[arg-type]
+                   for job in jobs]
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
 
@@ -353,7 +360,7 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
         name = f"{cond}-rep{replicate}"
         try:
             runs[name] = run_deployment(
-                config.shard_deployment, timeout=0, flow_run_name=name, tags=["shard"],
+                str(config.shard_deployment), timeout=0, flow_run_name=name, tags=["shard"],
                 parameters={"config": shard_config, "cond": cond, "replicate": replicate,
                             "results_dir": str(results_dir)})
         except ObjectNotFound:

@@ -13,6 +13,7 @@ command after an interruption picks up where it stopped.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import task
 
@@ -22,11 +23,14 @@ from mythloop.sweep.config import default_results_dir
 from mythloop.sweep.study import finish_study, level_config, prepare_study_dir
 from mythloop_tasks.common import say
 
+if TYPE_CHECKING:
+    from mythloop.analysis.study import StudyResult
+
 __all__ = ["run_noise_study", "analyze_study_results"]
 
 
 @task(name="analyze-noise-study", task_run_name="analyze noise study {judge}")
-def analyze_study_results(root: str, judge: str):
+def analyze_study_results(root: str, judge: str) -> StudyResult:
     """Rebuild the study's report, metrics and noise curve, and publish them as artifacts."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 

@@ -28,7 +28,7 @@ _RESOURCE_PATTERNS = re.compile(
     r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory",
     re.I,
 )
-_RESOURCE_SIGNALS = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
+_RESOURCE_SIGNALS: dict[int, str] = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
                      signal.SIGKILL: "memory or CPU (killed by the kernel)"}
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)"
                        r"|[A-Za-z_][\w.]*\.\w+Error): .*|^[A-Za-z_]\w*Error$")

@@ -15,6 +15,7 @@ import ast
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,7 +208,7 @@ class SceneCache:
         return copy_file_atomic(video, self.path(key))
 
 
-def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
+def concat_videos(videos: Sequence[Path | str], target: Path | str) -> Path:
     """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
     if not videos:
         raise ValueError("no scene videos to stitch")

@@ -238,12 +238,12 @@ def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
     """
     data = _read_data(path)
     if isinstance(data, list):
-        prompts = _row_list(path, data, "normal", "prompts file")
-        if not prompts:
+        rows_read = _row_list(path, data, "normal", "prompts file")
+        if not rows_read:
             raise ValueError(f"prompts file {path} is an empty list: it needs "
                              '{"id", "text", "expected"} rows')
-        _no_duplicates(prompts, path)
-        return prompts, DEFAULT_SEED
+        _no_duplicates(rows_read, path)
+        return rows_read, DEFAULT_SEED
     if data is None:
         raise ValueError(f"prompts file {path} is empty: it needs sections "
                          f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")

@@ -126,7 +126,7 @@ def sweep(
         _fail(one_line(exc))
     from mythloop.checks import dir_problem
 
-    problem = dir_problem(config.results_dir, "results dir")
+    problem = dir_problem(results_dir.resolve(), "results dir")
     if problem:  # e.g. under /proc, or under a file: one line now, not tracebacks later
         _fail(f"{problem}; pass another --results-dir")
     for issue in checked.catalog.issues:

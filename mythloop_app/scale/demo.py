@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[scale] starting PostgreSQL, a Prefect server and {args.workers} workers ...",
               flush=True)
         stack.start()
-        print(f"[scale] {stack.postgres.describe()}; API {stack.api_url}; "
+        print(f"[scale] {stack.postgres.describe() if stack.postgres else 'no PostgreSQL'}; API {stack.api_url}; "
               f"started in {sum(stack.timings.values()):.0f} s", flush=True)
         run = run_sharded_sweep(stack, results_dir, rounds=args.rounds,
                                 replicates=args.replicates)
