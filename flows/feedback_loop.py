@@ -43,7 +43,13 @@ from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
 from mythloop.sweep.inputs import check_inputs, judge_label
-from mythloop.sweep.records import CatalogEntry, SweepRecord, read_sweep_record
+from mythloop.sweep.records import (
+    CatalogEntry,
+    ShardOutcome,
+    SweepOutcome,
+    SweepRecord,
+    read_sweep_record,
+)
 from mythloop.vocab import Condition
 from mythloop_tasks.analysis import analyze_results, artifact_key
 from mythloop_tasks.common import say
@@ -273,7 +279,7 @@ def _remove_if_unused(results_dir: Path) -> None:
 
 @flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
 def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
-          noise_levels: list[float] | None = None) -> dict:
+          noise_levels: list[float] | None = None) -> SweepOutcome:
     """Run conditions x replicates x rounds of measure -> learn, then the analysis.
 
     With several `noise_levels` (simulated judge) this is a noise study instead: one
@@ -303,7 +309,7 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
         raise
 
 
-def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
+def _run_sweep(config: SweepConfig, results_dir: Path) -> SweepOutcome:
     total = len(config.conditions) * config.replicates * config.rounds
     progress_id = create_progress_artifact(
         progress=0.0, key=artifact_key(_sweep_key(config), "progress"),
@@ -423,7 +429,7 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
             time.sleep(_SHARD_POLL_S)
 
 
-def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> dict:
+def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> SweepOutcome:
     """Analyse the results dir once every shard is in, and say where the report is."""
     meta_path = results_dir / "sweep.json"
     meta = read_sweep_record(meta_path)
@@ -435,9 +441,10 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
     report = Path(results_dir) / "report.md"
     say(f"[sweep] report: {report}")
     night = _record_night(results_dir, _sweep_key(config))
-    return {"results_dir": str(results_dir), "report": str(report), "shards": shards,
-            "failed_turns": sum(s["failed_turns"] for s in shards),
-            "regressions": night.get("regressions", [])}
+    outcomes = [ShardOutcome.model_validate(s) for s in shards]
+    return SweepOutcome(results_dir=str(results_dir), report=str(report), shards=outcomes,
+                        failed_turns=sum(s.failed_turns for s in outcomes),
+                        regressions=night.get("regressions", []))
 
 
 def _record_night(results_dir: Path, sweep_key: str) -> dict:

@@ -20,6 +20,7 @@ from prefect import task
 from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.config import default_results_dir
+from mythloop.sweep.records import SweepOutcome
 from mythloop.sweep.study import finish_study, level_config, prepare_study_dir
 from mythloop_tasks.common import say
 
@@ -49,7 +50,7 @@ def analyze_study_results(root: str, judge: str) -> StudyResult:
     return result
 
 
-def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
+def run_noise_study(config: SweepConfig, levels: list[float]) -> SweepOutcome:
     """Run every level's sweep in turn (inside the calling flow), then the study analysis."""
     from mythloop_flows.feedback_loop import sweep
 
@@ -65,6 +66,6 @@ def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
     analyze_study_results(str(root), config.judge)
     report = Path(root) / "report.md"
     say(f"[study] report: {report}")
-    return {"results_dir": str(root), "report": str(report), "levels": levels,
-            "level_results": runs, "shards": [s for r in runs for s in r["shards"]],
-            "failed_turns": sum(r["failed_turns"] for r in runs)}
+    return SweepOutcome(results_dir=str(root), report=str(report), levels=levels,
+                        level_results=runs, shards=[s for r in runs for s in r.shards],
+                        failed_turns=sum(r.failed_turns for r in runs))

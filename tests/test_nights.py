@@ -93,7 +93,7 @@ def test_identical_seeds_show_no_change(nights):
     assert out["pairing"].startswith("paired")
     assert out["rows"] and all(r["verdict"] == "no clear change" for r in out["rows"])
     assert all(r["difference"]["mean"] == 0 for r in out["rows"])
-    assert nights["runs"]["c"]["regressions"] == []  # C's night against A's: nothing
+    assert nights["runs"]["c"].regressions == []  # C's night against A's: nothing
 
 
 def test_a_router_change_is_worse_where_it_moved_and_nowhere_else(nights):
@@ -128,7 +128,7 @@ def test_the_regression_is_an_event_and_the_automation_acts(nights):
     import httpx
     from prefect.settings import PREFECT_API_URL
 
-    regressions = nights["runs"]["d"]["regressions"]
+    regressions = nights["runs"]["d"].regressions
     assert "trap.gap_all" in {r["metric"] for r in regressions if r["cond"] == "c3"}
     api = PREFECT_API_URL.value()
     deadline = time.monotonic() + 90

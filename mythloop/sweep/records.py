@@ -20,7 +20,8 @@ from mythloop.fileio import describe_invalid
 from mythloop.vocab import Condition, PromptKind, TurnStatus
 
 __all__ = ["AppliedVerdict", "CatalogEntry", "CatalogIssue", "MeasureResult", "MeasurementRow",
-           "SweepRecord", "SweepRecordError", "TurnAnswer", "TurnRow", "read_sweep_record"]
+           "ShardOutcome", "SweepOutcome", "SweepRecord", "SweepRecordError", "TurnAnswer",
+           "TurnRow", "read_sweep_record"]
 
 SWEEP_FILE = "sweep.json"
 
@@ -223,3 +224,27 @@ def read_sweep_record(results_dir: Path | str) -> SweepRecord:
         raise SweepRecordError(f"{path} is not readable JSON ({' '.join(str(exc).split())})"
                                ) from None
     return SweepRecord.from_json(data, str(path))
+
+
+class ShardOutcome(BaseModel):
+    """What one condition x replicate of a sweep hands back: its sandbox and how it went."""
+
+    condition: Condition
+    replicate: int
+    dir: str
+    completed_rounds: list[int] = Field(default_factory=list)
+    failed_turns: int = 0
+
+
+class SweepOutcome(BaseModel):
+    """What the `sweep` flow returns (and `mythloop sweep` prints): where the results and the
+    report are, each shard's outcome, failed learning turns, and the regressions the night
+    raised. A noise study also lists its levels and each level's own outcome."""
+
+    results_dir: str
+    report: str
+    shards: list[ShardOutcome] = Field(default_factory=list)
+    failed_turns: int = 0
+    regressions: list[dict[str, Any]] = Field(default_factory=list)
+    levels: list[float] | None = None
+    level_results: list[SweepOutcome] = Field(default_factory=list)

@@ -141,10 +141,10 @@ def sweep(
             result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
             _fail(one_line(exc))
-    typer.echo(f"results: {result['results_dir']}")
-    typer.echo(f"report:  {result['report']}")
-    if result["failed_turns"]:
-        typer.echo(f"note: {result['failed_turns']} learning turns failed; see the report's "
+    typer.echo(f"results: {result.results_dir}")
+    typer.echo(f"report:  {result.report}")
+    if result.failed_turns:
+        typer.echo(f"note: {result.failed_turns} learning turns failed; see the report's "
                    "Failures section")
     if checked.catalog.issues:
         typer.echo(f"note: {len(checked.catalog.issues)} invalid SKILL.md left out of the pool; "

@@ -53,7 +53,7 @@ def run_sweep(config_path: Path) -> dict:
     from mythloop_flows.feedback_loop import sweep
 
     config = SweepConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
-    return sweep(config)
+    return sweep(config).model_dump(mode="json")
 
 
 def burst(n_tasks: int, id_path: Path) -> dict:
