@@ -68,9 +68,12 @@ bench: setup
 bench-scale: setup
 	$(PY) bench/run_all.py --only scale
 
+# mypy sees flows/ and tasks/ under their installed names through links in .mypy-path/.
 lint: setup
 	$(VENV)/bin/ruff check mythloop mythloop_app flows tasks tests bench deployments setup.py
 	$(VENV)/bin/lint-imports
+	@mkdir -p .mypy-path && ln -sfn ../flows .mypy-path/mythloop_flows && ln -sfn ../tasks .mypy-path/mythloop_tasks
+	MYPYPATH=.mypy-path $(VENV)/bin/mypy -p mythloop -p mythloop_app -p mythloop_flows -p mythloop_tasks
 
 doctor: setup
 	$(VENV)/bin/mythloop doctor
@@ -83,7 +86,7 @@ wheel-check: setup
 	$(VENV)/bin/pytest -q -m wheel tests/test_wheel.py $(PYTEST_ARGS)
 
 clean:
-	rm -rf .mythloop .pytest_cache .ruff_cache
+	rm -rf .mythloop .pytest_cache .ruff_cache .mypy_cache .mypy-path
 
 # Scale-out demo (docs/scaling.md): PostgreSQL from Debian's packages (installed when initdb
 # is missing), a Prefect server on it, the `mythloop` process pool, two workers and a sharded

@@ -131,7 +131,7 @@ def flow_sweep(config) -> dict:
     """The Prefect flow itself."""
     from mythloop_flows.feedback_loop import sweep
 
-    return sweep(config)
+    return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
 
 
 def _task_runs(results_dir: Path, config_rounds: int, per_turn: bool = False) -> int:

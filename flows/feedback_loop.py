@@ -37,12 +37,13 @@ command after an interruption picks up where it stopped.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -65,7 +66,13 @@ from mythloop.skills import load_catalog
 from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts, replicate_seed
 from mythloop.sweep.inputs import check_inputs, judge_label
-from mythloop.sweep.records import CatalogEntry
+from mythloop.sweep.records import (
+    CatalogEntry,
+    ShardOutcome,
+    SweepOutcome,
+    SweepRecord,
+    read_sweep_record,
+)
 from mythloop.sweep.shards import rounds_done, shard_plan, shard_summary
 from mythloop.sweep.study import (
     finish_study,
@@ -75,6 +82,7 @@ from mythloop.sweep.study import (
     sweep_key,
 )
 from mythloop.verdicts import render_self_eval_contract
+from mythloop.vocab import Condition
 from mythloop_tasks.analysis import analyze_results, analyze_study_results, artifact_key
 from mythloop_tasks.common import TaskPool, mythloop_task, say
 from mythloop_tasks.hooks import record_sweep_failure
@@ -101,7 +109,7 @@ def _contract() -> str:
 
 
 @flow(name="condition-run", log_prints=False)
-def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: str,
+def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_dir: str,
                   progress_artifact_id: str | None = None, progress_base: int = 0,
                   progress_total: int = 0) -> dict:
     """One condition x replicate in its own sandbox: rounds of measure -> learn."""
@@ -128,12 +136,13 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
                     "skipped")
                 continue
             run.prepare_round(round_idx)
-            measured = measure_round(quote(run), round_idx)
+            measured = measure_round(quote(run), round_idx)  # type: ignore[call-overload]
             if config.per_turn_tasks:
                 failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
                                                     contract, config.resolved_concurrency())
             else:  # in-process judge: the whole learn step is one task run in the library
-                rows = learn_round(quote(run), round_idx, measured.catalogs, contract)
+                rows = learn_round(quote(run), round_idx,  # type: ignore[call-overload]
+                                   measured.catalogs, contract)
                 for row in rows:
                     run.append_turn(row)
                 failed_turns += sum(not row.ok for row in rows)
@@ -143,7 +152,7 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
             say(f"[sweep] {run.name} {where}: in-distribution hit@3 {hit3:.2f}"
                 if hit3 is not None else f"[sweep] {run.name} {where} measured")
             if progress_artifact_id:
-                update_progress_artifact(progress_artifact_id,
+                update_progress_artifact(UUID(progress_artifact_id),
                                          100.0 * (progress_base + round_idx + 1) / progress_total)
     finally:
         run.close()
@@ -162,9 +171,10 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
     owner = object()  # marks this round's CLI calls (the worker threads copy the context)
     token = cli_owner.set(owner)
     # Its own pool, whatever runner the flow was started with (in-process or a deployment).
+    runner: ThreadPoolTaskRunner[Any]
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
         try:
-            futures = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
+            futures: list[Any] = [runner.submit(turn, {"run": quote(run), "prompt": prompt,
                                             "round_idx": round_idx,
                                             "catalog": catalogs[prompt.id],
                                             "contract": contract})
@@ -193,6 +203,7 @@ def _apply_in_order(run: ConditionRun, turn, round_idx: int,
         future.wait()
         state = future.state
         row = None
+        error: BaseException | str
         if state.is_completed():
             try:
                 row = run.record_turn(prompt, round_idx, catalog, state.result())
@@ -243,12 +254,12 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
     results_dir.mkdir(parents=True, exist_ok=True)
     meta_path = results_dir / "sweep.json"
     previous = {}
-    if meta_path.exists():
-        previous = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta_path.exists():  # keys this version does not write are kept
+        previous = read_sweep_record(meta_path).to_json()
     prompts, file_seed = checked.prompts, checked.file_seed
     seed = config.seed if config.seed is not None else file_seed
     embedder = config.embedder or get_settings().embedder_model or "all-MiniLM-L6-v2 (bundled)"
-    write_json_atomic(meta_path, {
+    write_json_atomic(meta_path, SweepRecord.from_json({
         **previous,
         "sweep_id": results_dir.name,
         "fingerprint": config.fingerprint(),
@@ -271,7 +282,7 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
         "finished_utc": None,
         "mythloop_version": mythloop.__version__,
         "python": sys.version.split()[0],
-    })
+    }).to_json())
     return results_dir
 
 
@@ -283,7 +294,7 @@ def _remove_if_unused(results_dir: Path) -> None:
 
 @flow(name="sweep", flow_run_name="sweep-{config.judge}", on_failure=[record_sweep_failure])
 def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
-          noise_levels: list[float] | None = None) -> dict:
+          noise_levels: list[float] | None = None) -> SweepOutcome:
     """Run conditions x replicates x rounds of measure -> learn, then the analysis.
 
     With several `noise_levels` (simulated judge) this is a noise study instead: one
@@ -309,7 +320,7 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
         raise
 
 
-def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
+def run_noise_study(config: SweepConfig, levels: list[float]) -> SweepOutcome:
     """Run every level's sweep in turn (inside the calling flow), then the study analysis."""
     root = prepare_study_dir(config, config.results_dir or default_results_dir(
         get_settings().resolved_results_dir), levels)
@@ -323,12 +334,12 @@ def run_noise_study(config: SweepConfig, levels: list[float]) -> dict:
     analyze_study_results(str(root), config.judge)
     report = Path(root) / "report.md"
     say(f"[study] report: {report}")
-    return {"results_dir": str(root), "report": str(report), "levels": levels,
-            "level_results": runs, "shards": [s for r in runs for s in r["shards"]],
-            "failed_turns": sum(r["failed_turns"] for r in runs)}
+    return SweepOutcome(results_dir=str(root), report=str(report), levels=levels,
+                        level_results=runs, shards=[s for r in runs for s in r.shards],
+                        failed_turns=sum(r.failed_turns for r in runs))
 
 
-def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
+def _run_sweep(config: SweepConfig, results_dir: Path) -> SweepOutcome:
     total = len(config.conditions) * config.replicates * config.rounds
     progress_id = create_progress_artifact(
         progress=0.0, key=artifact_key(_sweep_key(config), "progress"),
@@ -338,7 +349,7 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
     jobs = [(cond, replicate, i * config.rounds) for i, (replicate, cond) in enumerate(
         (r, c) for r in range(1, config.replicates + 1) for c in config.conditions)]
 
-    def shard(cond: str, replicate: int, base: int) -> dict:
+    def shard(cond: Condition, replicate: int, base: int) -> dict:
         return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
             config, cond, replicate, str(results_dir), str(progress_id), base, total)
 
@@ -362,7 +373,7 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
 
 
 @mythloop_task(name="shard", retries=0)
-def shard_task(config: SweepConfig, cond: str, replicate: int, results_dir: str,
+def shard_task(config: SweepConfig, cond: Condition, replicate: int, results_dir: str,
                progress_artifact_id: str, progress_base: int, progress_total: int) -> dict:
     """One condition x replicate side by side with others: its condition-run subflow."""
     return condition_run.with_options(flow_run_name=f"{cond}-rep{replicate}")(
@@ -389,7 +400,7 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
         name = f"{cond}-rep{replicate}"
         try:
             runs[name] = run_deployment(
-                config.shard_deployment, timeout=0, flow_run_name=name, tags=["shard"],
+                str(config.shard_deployment), timeout=0, flow_run_name=name, tags=["shard"],
                 parameters={"config": shard_config, "cond": cond, "replicate": replicate,
                             "results_dir": str(results_dir)})
         except ObjectNotFound:
@@ -444,21 +455,22 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
             time.sleep(_SHARD_POLL_S)
 
 
-def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> dict:
+def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> SweepOutcome:
     """Analyse the results dir once every shard is in, and say where the report is."""
     meta_path = results_dir / "sweep.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    meta["finished_utc"] = datetime.now(UTC).isoformat()
-    write_json_atomic(meta_path, meta)
+    meta = read_sweep_record(meta_path)
+    write_json_atomic(meta_path, meta.model_copy(
+        update={"finished_utc": datetime.now(UTC).isoformat()}).to_json())
     # Artifact keys stay the same night after night, so the UI shows one history per judge
     # and noise level.
     analyze_results(str(results_dir), _sweep_key(config))
     report = Path(results_dir) / "report.md"
     say(f"[sweep] report: {report}")
     night = _record_night(results_dir, _sweep_key(config))
-    return {"results_dir": str(results_dir), "report": str(report), "shards": shards,
-            "failed_turns": sum(s["failed_turns"] for s in shards),
-            "regressions": night.get("regressions", [])}
+    outcomes = [ShardOutcome.model_validate(s) for s in shards]
+    return SweepOutcome(results_dir=str(results_dir), report=str(report), shards=outcomes,
+                        failed_turns=sum(s.failed_turns for s in outcomes),
+                        regressions=night.get("regressions", []))
 
 
 def _record_night(results_dir: Path, sweep_key: str) -> dict:

@@ -24,6 +24,7 @@ from html import escape
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from mythloop import procs
 from mythloop.fileio import write_json_atomic
@@ -262,7 +263,7 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
 def _run_rows(prefix: str, root: Path) -> list[dict]:
     """One row per run under ROOT: film run dirs (manifest.json) or sweep results
     (sweep.json), with what the index shows."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     if prefix == "runs":
         for manifest_path in root.glob("*/*/manifest.json"):
             data, run = _read_json(manifest_path), manifest_path.parent

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = ["Judge", "JUDGES", "SIMULATED_JUDGES", "FilmBackend", "FILM_BACKENDS", "Quality",
-           "QUALITIES"]
+           "QUALITIES", "Condition", "CONDITIONS", "CONDITION_HELP", "BASELINE_CONDITION",
+           "BLEND_CONDITIONS", "AGREEMENT_CONDITIONS", "RenderKind", "RENDER_KINDS",
+           "TurnStatus", "TURN_STATUSES", "PromptKind", "PROMPT_KINDS", "LEARNED_PROMPT_KINDS"]
 
 Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
 """Who plays the model in a sweep's learning turns."""
@@ -25,3 +27,38 @@ FILM_BACKENDS: tuple[str, ...] = get_args(FilmBackend)
 Quality = Literal["l", "m", "h", "p", "k"]
 """Manim render quality: l=480p15, m=720p30, h=1080p60, p=1440p60, k=4K."""
 QUALITIES: tuple[str, ...] = get_args(Quality)
+
+Condition = Literal["c0", "c3", "c4"]
+"""A sweep condition: how the router uses the verdicts it stores."""
+CONDITIONS: tuple[Condition, ...] = get_args(Condition)
+CONDITION_HELP: dict[Condition, str] = {
+    "c0": "blend off (verdicts stored, not used)",
+    "c3": "blend on",
+    "c4": "blend on, demotes only credibly harmful skills; docs/blend.md",
+}
+"""What each condition does, in a few words (the CLI's help and error lines)."""
+BASELINE_CONDITION: Condition = "c0"
+"""The condition every other one is compared with (the blend off)."""
+BLEND_CONDITIONS: frozenset[Condition] = frozenset({"c3", "c4"})
+"""Conditions whose ranking blends the verdicts in."""
+AGREEMENT_CONDITIONS: frozenset[Condition] = frozenset({"c4"})
+"""Conditions that apply the agreement rule (docs/blend.md)."""
+
+RenderKind = Literal["ok", "scene_error", "timeout", "resource_limit", "missing_tool",
+                     "interrupted", "layout"]
+"""How a scene's render ended. `interrupted`: Ctrl-C or SIGTERM stopped it, not the scene;
+`layout`: it rendered, but the layout check found text off the frame or overlapping (the film
+flow's verdict after the probe, never the sandbox's)."""
+RENDER_KINDS: tuple[RenderKind, ...] = get_args(RenderKind)
+
+TurnStatus = Literal["ok", "failed", "timeout"]
+"""How a sweep's learning turn ended (turns.jsonl `status`)."""
+TURN_STATUSES: tuple[TurnStatus, ...] = get_args(TurnStatus)
+
+PromptKind = Literal["trap", "normal", "null", "heldout"]
+"""A sweep prompt's role: a trap (its poisoned twin ranks high), a normal labelled prompt, a
+null prompt (no skill fits) or a held-out prompt (measured, never learned from)."""
+PROMPT_KINDS: tuple[PromptKind, ...] = get_args(PromptKind)
+LEARNED_PROMPT_KINDS: frozenset[PromptKind] = frozenset({"trap", "normal", "null"})
+"""Prompt kinds the learning turns use (held-out prompts are only measured)."""
+

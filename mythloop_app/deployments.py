@@ -22,7 +22,7 @@ process work pool.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # Prefect is imported late, after PREFECT_HOME points at the state folder
     from prefect.client.schemas.schedules import CronSchedule
@@ -93,7 +93,8 @@ def build_deployments(cron: str, timezone: str) -> list[RunnerDeployment]:
         tags=["mythloop", "film"],
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
-    return [nightly, film_deployment]
+    # to_deployment returns the deployment itself when called outside an event loop
+    return [cast("RunnerDeployment", nightly), cast("RunnerDeployment", film_deployment)]
 
 
 def build_alert_deployment() -> RunnerDeployment:
@@ -113,7 +114,7 @@ def build_alert_deployment() -> RunnerDeployment:
         tags=["mythloop", "sweep", "regression"],
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
-    return alert
+    return cast("RunnerDeployment", alert)  # (called outside an event loop)
 
 
 def ensure_regression_automation(alert_deployment_id, notify_block: str | None = None):
@@ -180,7 +181,8 @@ def serve_all(deployments: list[RunnerDeployment], *, llm_concurrency: int,
               f"{where}a {REGRESSION_ALERT} run (artifact sweep-regression-alert)", flush=True)
     ui = api_url.rsplit("/api", 1)[0]
     for deployment in deployments:
-        when = ", ".join(f"cron '{s.schedule.cron}' ({s.schedule.timezone})"
+        when = ", ".join(f"cron '{getattr(s.schedule, 'cron', '?')}' "
+                         f"({getattr(s.schedule, 'timezone', '?')})"
                          for s in deployment.schedules or []) or "on demand"
         print(f"serving {deployment.flow_name}/{deployment.name}: {when}", flush=True)
     print(f"model calls (tag llm) limited to {size} at a time", flush=True)

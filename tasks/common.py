@@ -10,7 +10,7 @@ that want caching pass an explicit policy).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
@@ -23,6 +23,9 @@ from mythloop.llm import LLM_TAG, is_retriable
 from mythloop.settings import get_settings
 
 __all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def say(message: str) -> None:
@@ -64,7 +67,7 @@ def mythloop_task(
     task_run_name: str | Callable[..., str] | None = None,
     cache_policy: CachePolicy = NO_CACHE,
     **options: Any,
-) -> Callable[[Callable], Task]:
+) -> Callable[[Callable[P, R]], Task[P, R]]:
     """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`)."""
     settings = get_settings()
     # Tags cost an API round trip per task run (concurrency-limit lookup), so only model

@@ -64,7 +64,7 @@ def _collect(client: SyncPrefectClient, run: FlowRun, where: str, depth: int) ->
         child = by_parent_task.get(task_run.id)
         if child is not None:
             continue  # a subflow's stand-in task; its own steps are listed below
-        steps.append(FailedStep(where, task_run.name, task_run.state.name,
+        steps.append(FailedStep(where, task_run.name, task_run.state.name or "?",
                                 _one_line(task_run.state.message), task_run.id))
     for child in children:
         if not child.state or child.state.type not in _BAD:
@@ -72,7 +72,7 @@ def _collect(client: SyncPrefectClient, run: FlowRun, where: str, depth: int) ->
         inner = (_collect(client, child, f"{where} / {child.name}", depth + 1)
                  if depth < _MAX_DEPTH else [])
         steps.extend(inner or [FailedStep(f"{where} / {child.name}", child.name,
-                                          child.state.name, _one_line(child.state.message),
+                                          child.state.name or "?", _one_line(child.state.message),
                                           None)])
     return steps
 

@@ -95,7 +95,7 @@ def test_identical_seeds_show_no_change(nights):
     assert out["pairing"].startswith("paired")
     assert out["rows"] and all(r["verdict"] == "no clear change" for r in out["rows"])
     assert all(r["difference"]["mean"] == 0 for r in out["rows"])
-    assert nights["runs"]["c"]["regressions"] == []  # C's night against A's: nothing
+    assert nights["runs"]["c"].regressions == []  # C's night against A's: nothing
 
 
 @pytest.mark.slow  # the nights fixture: three sweeps
@@ -133,7 +133,7 @@ def test_the_regression_is_an_event_and_the_automation_acts(nights):
     import httpx
     from prefect.settings import PREFECT_API_URL
 
-    regressions = nights["runs"]["d"]["regressions"]
+    regressions = nights["runs"]["d"].regressions
     assert "trap.gap_all" in {r["metric"] for r in regressions if r["cond"] == "c3"}
     api = PREFECT_API_URL.value()
     night_d = str(nights["root"] / "d")  # not the test event of the notification test

@@ -26,7 +26,9 @@ def study(prefect_harness, tmp_path_factory) -> tuple[Path, dict, SweepConfig]:
 @pytest.mark.slow  # the study fixture: a sweep per noise level
 def test_study_layout_one_ordinary_sweep_per_level(study):
     root, result, config = study
-    assert result["results_dir"] == str(root) and result["levels"] == list(LEVELS)
+    assert result.results_dir == str(root) and result.levels == list(LEVELS)
+    assert [r.results_dir for r in result.level_results] == [
+        str(root / f"noise-{x:.2f}") for x in LEVELS]
     meta = json.loads((root / "sweep.json").read_text())
     assert meta["study"] == "noise" and meta["levels"] == list(LEVELS)
     assert meta["level_dirs"] == {"0.00": "noise-0.00", "0.40": "noise-0.40"}
@@ -78,7 +80,7 @@ def test_rerun_resumes_every_level_and_rejects_another_sweep(study):
     rounds = root / "noise-0.00" / "c4-rep1" / "round_1.jsonl"
     stamp = rounds.stat().st_mtime_ns
     again = sweep(config, noise_levels=list(LEVELS))
-    assert again["failed_turns"] == 0
+    assert again.failed_turns == 0
     assert rounds.stat().st_mtime_ns == stamp  # finished rounds were skipped, not redone
     other = config.model_copy(update={"conditions": ["c0", "c3"]})
     with pytest.raises(ValueError, match="different noise study"):

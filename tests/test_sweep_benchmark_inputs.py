@@ -147,7 +147,7 @@ def test_sweep_on_a_slice_reports_held_out_rounds_and_never_learns_them(
         assert not {t["prompt_id"] for t in turns} & dev_ids
         measured = {row["prompt_id"] for row in read_jsonl(out / shard / "round_1.jsonl")}
         assert dev_ids <= measured
-    report = Path(result["report"]).read_text(encoding="utf-8")
+    report = Path(result.report).read_text(encoding="utf-8")
     section = report.split("## Held-out prompts per round", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith(("| c0 ", "| c3 "))]
     assert [line.split("|")[1].strip() for line in table] == ["c0", "c0", "c3", "c3"], section

@@ -22,6 +22,7 @@ from waiting import wait_for
 
 from mythloop.fileio import read_jsonl
 from mythloop.sweep import JudgeOptions, SweepConfig
+from mythloop.sweep.records import SweepOutcome
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -29,7 +30,7 @@ FAKES = Path(__file__).parent / "fakes"
 GEMINI = JudgeOptions(command=str(FAKES / "gemini"))
 
 
-def _sweep(config: SweepConfig) -> dict:
+def _sweep(config: SweepConfig) -> SweepOutcome:
     from mythloop_flows.feedback_loop import sweep
 
     return sweep(config)
@@ -102,7 +103,7 @@ def test_simulated_judge_learn_step_batched_or_per_turn_gives_the_same_results(t
     batched = _sweep(SweepConfig(**base, results_dir=tmp_path / "batched"))
     _sweep(SweepConfig(**base, task_per_turn=True, concurrency=8, parallel_shards=2,
                        results_dir=tmp_path / "per-turn"))
-    assert batched["failed_turns"] == 0
+    assert batched.failed_turns == 0
     _same_results(tmp_path / "batched", tmp_path / "per-turn",
                   ("c0-rep1", "c3-rep1"))
 
@@ -119,7 +120,7 @@ def test_eight_concurrent_turns_with_injected_retries_lose_and_double_nothing(
     monkeypatch.setenv("FAKE_FLAKY_DIR", str(flaky))
     result = _sweep(SweepConfig(**base, results_dir=tmp_path / "retried"))
     assert len(list(flaky.iterdir())) == 13  # every turn failed once ...
-    assert result["failed_turns"] == 0  # ... and succeeded on its retry
+    assert result.failed_turns == 0  # ... and succeeded on its retry
     shard = tmp_path / "retried" / "c3-rep1"
     turns = read_jsonl(shard / "turns.jsonl")
     applied = sum(len(t["applied"]) for t in turns)
@@ -156,7 +157,7 @@ def test_concurrent_turns_wait_for_the_servers_llm_limit(tmp_path, judge_cli, mo
                                         results_dir=tmp_path / "limited"))
         finally:
             client.delete_concurrency_limit_by_tag(LLM_TAG)
-    assert result["failed_turns"] == 0
+    assert result.failed_turns == 0
     calls = [tuple(map(float, line.split())) for line in times.read_text().splitlines()]
     assert len(calls) == 13
     events = sorted([(start, 1) for start, _ in calls] + [(end, -1) for _, end in calls],

@@ -89,7 +89,7 @@ def test_sweep_leaves_rounds_turns_raw_texts_metrics_and_report(tmp_path):
     assert (out / "metrics.json").is_file()
     report = (out / "report.md").read_text()
     assert "SIMULATED" in report
-    assert result["report"] == str(out / "report.md")
+    assert result.report == str(out / "report.md")
     # C0 stores verdicts too (same data both sides), but its ranking never uses them.
     c0_rows = read_jsonl(out / "c0-rep1" / "round_1.jsonl")
     assert all(row["score"] == row["breakdown"]["semantic"] for row in c0_rows)
@@ -129,7 +129,7 @@ def test_a_failed_turn_is_logged_and_the_round_goes_on(tmp_path, monkeypatch):
     assert len(turns) == 13
     assert all(t["status"] == "failed" for t in turns)
     assert all("login" in t["error"].lower() for t in turns)
-    assert result["failed_turns"] == 13
+    assert result.failed_turns == 13
     assert json.loads((out / "c3-rep1" / "progress.json").read_text())["completed_rounds"] == [0]
     assert "Failures" in (out / "report.md").read_text()
 

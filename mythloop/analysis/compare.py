@@ -19,10 +19,11 @@ from typing import Any
 from mythloop.analysis.compute import HEADLINE, compute_metrics
 from mythloop.analysis.conclusion import MIN_REPLICATES, claim
 from mythloop.analysis.core import _threshold
-from mythloop.analysis.history import Night, series_of, sweep_fields
+from mythloop.analysis.history import Night, series_of, sweep_fields, sweep_record
 from mythloop.analysis.load import AnalysisError, load_results
 from mythloop.analysis.report import fmt
 from mythloop.analysis.stats import difference, summarize
+from mythloop.sweep.records import SweepRecordError
 
 __all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "side_from_dir",
            "side_from_night", "table_rows"]
@@ -78,9 +79,12 @@ def side_from_metrics(metrics: dict[str, Any], label: str, results_dir: str = ""
             for key in LABELS:
                 if cell.get(key) is not None:
                     values.setdefault(cond, {}).setdefault(key, {})[int(rep)] = float(cell[key])
-    sweep = metrics.get("sweep") or {}
-    return Side(label=label, fields=sweep_fields(metrics), last_round=int(last), values=values,
-                night=sweep.get("finished_utc") or "", results_dir=results_dir)
+    try:
+        sweep, fields = sweep_record(metrics), sweep_fields(metrics)
+    except SweepRecordError as exc:
+        raise CompareError(f"{results_dir or label}: {exc}") from None
+    return Side(label=label, fields=fields, last_round=int(last), values=values,
+                night=sweep.finished_utc or "", results_dir=results_dir)
 
 
 def side_from_dir(results_dir: Path) -> Side:

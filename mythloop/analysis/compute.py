@@ -15,6 +15,7 @@ from mythloop.analysis.metrics import (
     turn_metrics,
 )
 from mythloop.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, difference, summarize
+from mythloop.vocab import BASELINE_CONDITION
 
 __all__ = ["HEADLINE", "SCHEMA_VERSION", "baseline_condition", "compute_metrics"]
 
@@ -37,8 +38,8 @@ Cells = dict[str, dict[int, dict[int, dict[str, Any]]]]
 
 def baseline_condition(conditions: list[str]) -> str | None:
     """C0 (blend off) is the baseline every other condition is compared with."""
-    if "c0" in conditions:
-        return "c0"
+    if BASELINE_CONDITION in conditions:
+        return BASELINE_CONDITION
     return conditions[0] if conditions else None
 
 
@@ -289,7 +290,7 @@ def compute_metrics(
     deltas = _deltas(cells, first, last, keys, opts)
     return {
         "schema_version": SCHEMA_VERSION,
-        "sweep": results.sweep,
+        "sweep": results.sweep.to_json(),
         "analysis": {
             "abstain_threshold": abstain_threshold,
             "miss_rank": MISS_RANK,

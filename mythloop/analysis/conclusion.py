@@ -26,13 +26,14 @@ LOWER_IS_BETTER = {"catalog.in_distribution.poisoned_rate", "trap.twin_rank",
 
 def enough(s: dict[str, Any] | None) -> bool:
     """Whether a summary or difference rests on enough replicates for an interval."""
-    return bool(s) and int(s.get("n", 0)) >= MIN_REPLICATES and s.get("lo") is not None
+    return s is not None and bool(s) and int(s.get("n", 0)) >= MIN_REPLICATES \
+        and s.get("lo") is not None
 
 
 def claim(key: str, d: dict[str, Any] | None) -> str | None:
     """'improves' | 'hurts' | 'none' from a difference's interval; None when not claimable
     (too few replicates, or an interval of zero width)."""
-    if not enough(d) or zero_width(d):
+    if d is None or not enough(d) or zero_width(d):
         return None
     lo, hi = float(d["lo"]), float(d["hi"])
     if lo > 0 or hi < 0:
@@ -91,9 +92,9 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
                 still.append(f"{row['label']} {signed(d)}")
         beats = "beats" if good and not bad else ("does not beat" if not good else
                                                    "is mixed against")
-        text = (f"**Conclusion** ({cond.upper()} - {base.upper()} at {where}, "
+        text = (f"**Conclusion** ({cond.upper()} - {str(base).upper()} at {where}, "
                 f"mean [95% interval] over {n} replicates): {cond.upper()} {beats} "
-                f"{base.upper()}")
+                f"{str(base).upper()}")
         parts = []
         if good:
             parts.append("better on " + "; ".join(good))
@@ -131,7 +132,9 @@ def data_caveats(metrics: dict[str, Any]) -> list[str]:
         return []
     parts, affected = [], []
     for file, problems in hits.items():
-        cond = _CELL_FILE.match(file)["cond"]
+        match = _CELL_FILE.match(file)
+        assert match is not None  # (hits holds only cell files)
+        cond = match["cond"]
         cut = len(problems) == 1 and problems[0].endswith("malformed JSON")
         parts.append(f"{file} {'cut at ' if cut else 'lost rows at '}"
                      f"{problems[0].split(':')[0] if cut else ', '.join(problems)}")

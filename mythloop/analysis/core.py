@@ -14,6 +14,7 @@ from mythloop.analysis.report import headline_rows, render_report, round_rows
 from mythloop.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from mythloop.fileio import write_text_atomic
 from mythloop.settings import get_settings
+from mythloop.sweep.records import SweepRecord
 
 __all__ = ["AnalysisResult", "analyze"]
 
@@ -31,13 +32,12 @@ class AnalysisResult:
     simulated: bool | None = None
 
 
-def _threshold(sweep: dict[str, Any], override: float | None) -> float:
+def _threshold(sweep: SweepRecord, override: float | None) -> float:
     """Explicit value, else the one the sweep recorded, else the setting."""
     if override is not None:
         return float(override)
-    recorded = sweep.get("abstain_threshold")
-    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
-        return float(recorded)
+    if sweep.abstain_threshold is not None:
+        return float(sweep.abstain_threshold)
     return float(get_settings().abstain_threshold)
 
 
@@ -64,7 +64,7 @@ def analyze(
     )
     report_path = root / "report.md"
     write_text_atomic(report_path, render_report(metrics))
-    simulated = results.sweep.get("simulated")
+    simulated = results.sweep.simulated
     return AnalysisResult(
         metrics_path=metrics_path,
         report_path=report_path,

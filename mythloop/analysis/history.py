@@ -31,6 +31,7 @@ from mythloop.analysis.conclusion import MIN_REPLICATES
 from mythloop.analysis.report import fmt
 from mythloop.fileio import jsonl_text, read_jsonl, replacing
 from mythloop.settings import get_settings
+from mythloop.sweep.records import SweepRecord
 
 __all__ = ["HISTORY_FILE", "Night", "append_night", "draw_history", "history_path", "last_comparable",
            "night_rows", "prompt_set_hash", "read_nights", "series_of", "trend_rows"]
@@ -54,26 +55,28 @@ def prompt_set_hash(prompts: dict[str, Any]) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()[:16]
 
 
+def sweep_record(metrics: dict[str, Any]) -> SweepRecord:
+    """The sweep.json copy in metrics.json, read through its model (SweepRecordError, one
+    line, when it is not one)."""
+    return SweepRecord.from_json(metrics.get("sweep") or {}, "metrics.json's sweep record")
+
+
 def sweep_fields(metrics: dict[str, Any]) -> dict[str, Any]:
     """The configuration of a sweep as compare and the history name it."""
-    sweep = metrics.get("sweep") or {}
-    options = sweep.get("judge_options") or {}
-    seeds = sweep.get("replicate_seeds") or {}
-    if isinstance(seeds, list):  # older sweep.json: a list, replicate 1 first
-        seeds = {str(i): s for i, s in enumerate(seeds, start=1)}
+    sweep = sweep_record(metrics)
     return {
         "prompt_set": prompt_set_hash(metrics.get("prompts") or {}),
-        "prompts_file": sweep.get("prompts_file"),
-        "pool": sweep.get("pool"),
-        "judge": sweep.get("judge"),
-        "noise": options.get("noise"),
-        "model": sweep.get("model"),
-        "embedder": sweep.get("embedder"),
-        "rounds": sweep.get("rounds"),
-        "replicates": sweep.get("replicates"),
+        "prompts_file": sweep.prompts_file,
+        "pool": sweep.pool,
+        "judge": sweep.judge,
+        "noise": sweep.judge_options.get("noise"),
+        "model": sweep.model,
+        "embedder": sweep.embedder,
+        "rounds": sweep.rounds,
+        "replicates": sweep.replicates,
         "conditions": list(metrics.get("conditions") or []),
-        "seed": sweep.get("seed"),
-        "replicate_seeds": {str(k): v for k, v in seeds.items()},
+        "seed": sweep.seed,
+        "replicate_seeds": sweep.seeds_by_replicate(),  # older sweep.json: a list
     }
 
 
@@ -85,9 +88,9 @@ def series_of(fields: dict[str, Any]) -> str:
 def night_rows(metrics: dict[str, Any], results_dir: Path | str,
                *, sweep_key: str | None = None) -> list[dict[str, Any]]:
     """One row per condition and headline metric at the sweep's last round."""
-    sweep = metrics.get("sweep") or {}
+    sweep = sweep_record(metrics)
     fields = sweep_fields(metrics)
-    night = sweep.get("finished_utc") or sweep.get("started_utc") or ""
+    night = sweep.finished_utc or sweep.started_utc or ""
     last = metrics.get("last_round", 0)
     # One night per results dir: rerunning a finished sweep's analysis adds nothing.
     base = {"night": night, "night_id": str(Path(results_dir)),

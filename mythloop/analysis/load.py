@@ -21,7 +21,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mythloop.fileio import describe_invalid
-from mythloop.sweep.records import MeasurementRow, TurnRow
+from mythloop.sweep.records import (
+    MeasurementRow,
+    SweepRecord,
+    SweepRecordError,
+    TurnRow,
+    read_sweep_record,
+)
 
 __all__ = [
     "AnalysisError",
@@ -84,7 +90,7 @@ class SweepResults:
     """Everything read from one results dir."""
 
     root: Path
-    sweep: dict[str, Any]
+    sweep: SweepRecord
     sandboxes: dict[tuple[str, int], Sandbox]
     prompts: dict[str, PromptInfo]
     rounds: list[int]
@@ -93,7 +99,7 @@ class SweepResults:
     @property
     def conditions(self) -> list[str]:
         """Conditions in sweep.json order, then any others found on disk."""
-        declared = [str(c) for c in self.sweep.get("conditions") or []]
+        declared = [str(c) for c in self.sweep.conditions]
         found = sorted({cond for cond, _ in self.sandboxes})
         return [c for c in declared if c in found] + [c for c in found if c not in declared]
 
@@ -101,25 +107,19 @@ class SweepResults:
         return sorted(rep for c, rep in self.sandboxes if c == cond)
 
 
-def _read_sweep_json(root: Path) -> dict[str, Any]:
-    """Load sweep.json or raise one clear AnalysisError."""
+def _read_sweep_json(root: Path) -> SweepRecord:
+    """Load sweep.json through its model or raise one clear AnalysisError."""
     if not root.is_dir():
         raise AnalysisError(f"{root} is not a directory: pass the results dir a sweep wrote")
-    path = root / "sweep.json"
-    if not path.is_file():
+    if not (root / "sweep.json").is_file():
         raise AnalysisError(
             f"no sweep.json in {root}: not a sweep results dir "
             "(run `mythloop sweep --results-dir DIR` first, then analyze that DIR)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnalysisError(f"{path} is not readable JSON ({exc}): rerun the sweep") from exc
-    if not isinstance(data, dict):
-        raise AnalysisError(
-            f"{path} holds {type(data).__name__}, not a JSON object: rerun the sweep"
-        )
-    return data
+        return read_sweep_record(root)
+    except SweepRecordError as exc:
+        raise AnalysisError(f"{exc}: rerun the sweep") from None
 
 
 def _invalid(obj: Any, model: type[BaseModel]) -> str | None:
@@ -209,25 +209,21 @@ def _collect_prompts(boxes: list[Sandbox]) -> dict[str, PromptInfo]:
     return dict(sorted(prompts.items()))
 
 
-def _expected_rounds(sweep: dict[str, Any], boxes: list[Sandbox]) -> list[int]:
+def _expected_rounds(sweep: SweepRecord, boxes: list[Sandbox]) -> list[int]:
     """Rounds sweep.json promises, plus any found on disk."""
     found = {r for box in boxes for r in box.rounds}
     found |= {t["round"] for box in boxes for t in box.turns}
-    declared = sweep.get("rounds")
-    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
-        found |= set(range(declared))
+    if sweep.rounds:
+        found |= set(range(sweep.rounds))
     return sorted(found)
 
 
-def _catalog_issues(sweep: dict[str, Any]) -> list[DataIssue]:
+def _catalog_issues(sweep: SweepRecord) -> list[DataIssue]:
     """Invalid SKILL.md files the sweep left out of its pool (sweep.json `catalog_issues`)."""
-    rows = sweep.get("catalog_issues")
-    if not isinstance(rows, list):
-        return []
     return [
-        DataIssue(str(row["file"]), f"invalid skill left out of the pool: {row['problem']}")
-        for row in rows
-        if isinstance(row, dict) and row.get("file") and row.get("problem")
+        DataIssue(row.file, f"invalid skill left out of the pool: {row.problem}")
+        for row in sweep.catalog_issues
+        if row.file and row.problem
     ]
 
 

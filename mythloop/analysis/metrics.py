@@ -255,7 +255,7 @@ def _verdict_metrics(turns: list[dict[str, Any]]) -> Metrics:
             name, verdict = item.get("name"), str(item.get("verdict", "")).upper()
             tier = item.get("tier") or (tiers.get(name) if isinstance(tiers, dict) else None)
             ok = verdict_correct(verdict, tier, name == turn.get("expected_skill"))
-            if ok is None or verdict not in VERDICTS:
+            if ok is None or tier is None or verdict not in VERDICTS:
                 unscored += 1
                 continue
             scored[tier] += 1

@@ -90,7 +90,7 @@ def _by_round(
     ax.set_title(title)
     ax.set_xlabel("round (1 = before any learning)")
     ax.set_ylabel(ylabel)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # MaxNLocator
     if ylim:
         ax.set_ylim(*ylim)
     if invert:

@@ -10,6 +10,7 @@ from mythloop.analysis.conclusion import MIN_REPLICATES, round_label, single_con
 from mythloop.analysis.metrics import TIERS, VERDICTS
 from mythloop.analysis.plots import FIGURES
 from mythloop.analysis.stats import zero_width
+from mythloop.sweep.records import SweepRecord
 
 __all__ = ["console_rows", "fmt", "fmt_diff", "headline_rows", "render_report", "round_rows"]
 
@@ -111,16 +112,16 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out + [""]
 
 
-def _banner(sweep: dict[str, Any]) -> list[str]:
-    judge = sweep.get("judge", "unknown")
-    if sweep.get("simulated") is True:
+def _banner(sweep: SweepRecord) -> list[str]:
+    judge = sweep.judge or "unknown"
+    if sweep.simulated is True:
         return [
             f"> **SIMULATED JUDGE (`{judge}`)**: verdicts were drawn by a simulated judge, not "
             "produced by a language model. These numbers show how the ranker responds to "
             "synthetic verdicts; they say nothing about a real model's judgement.",
             "",
         ]
-    if "simulated" not in sweep:
+    if sweep.simulated is None:
         return [f"> Judge `{judge}`: sweep.json does not say whether it was simulated.", ""]
     return [f"> Judge `{judge}`: a real model backend (not simulated).", ""]
 
@@ -435,8 +436,8 @@ _DEFINITIONS = [
 
 def render_report(metrics: dict[str, Any]) -> str:
     """The whole report.md text."""
-    sweep = metrics["sweep"]
-    title = f"# Sweep report: {sweep.get('sweep_id', 'unnamed sweep')}"
+    sweep = SweepRecord.from_json(metrics["sweep"], "metrics.json's sweep record")
+    title = f"# Sweep report: {sweep.sweep_id or 'unnamed sweep'}"
     parts = [
         title,
         "",

@@ -92,7 +92,7 @@ def mean_interval(
 
 def zero_width(s: Mapping[str, Any] | None) -> bool:
     """True for an interval of zero width (no spread across replicates: never a claim)."""
-    return bool(s) and s.get("lo") is not None and s.get("lo") == s.get("hi")
+    return s is not None and bool(s) and s.get("lo") is not None and s.get("lo") == s.get("hi")
 
 
 def summarize(

@@ -222,9 +222,10 @@ def render_study(study: dict[str, Any]) -> str:
     rows = table_rows(study)
     header = list(rows[0]) if rows else ["noise", "metric"]
     level_links = [f"- noise {x:g}: [{d}/report.md]({d}/report.md)"
-                   for x, d in ((float(k), v) for k, v in meta.get("level_dirs", {}).items())
+                   for x, d in ((float(k), v) for k, v in (meta.get("level_dirs") or {}).items())
                    if x in study["levels"]]
-    label = next(iter(study["table"].values()), {}).get("round_label", "the last round")
+    first: dict[str, Any] = next(iter(study["table"].values()), {})
+    label = first.get("round_label", "the last round")
     parts = [
         f"# Noise study: {meta.get('sweep_id', 'unnamed')}",
         "",

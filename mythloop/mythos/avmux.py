@@ -49,7 +49,7 @@ def _produce(args: list[str], out: Path, *, cwd: Path | None = None) -> Path:
     return out
 
 
-def probe(path: Path) -> dict:
+def probe(path: Path | str) -> dict:
     """ffprobe's JSON: {"streams": [...], "format": {...}}."""
     exe = shutil.which("ffprobe")
     if not exe:
@@ -61,7 +61,7 @@ def probe(path: Path) -> dict:
     return json.loads(proc.stdout)
 
 
-def duration_of(path: Path, kind: str | None = None) -> float:
+def duration_of(path: Path | str, kind: str | None = None) -> float:
     """Duration in seconds of the file, or of its first stream of `kind` (video/audio)."""
     info = probe(path)
     if kind:

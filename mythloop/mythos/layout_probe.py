@@ -187,10 +187,10 @@ def install(out_path: str) -> None:
         os.replace(tmp, out_path)
         return original_tear_down(self)
 
-    Scene.wait = wait
-    Scene.tear_down = tear_down
-    Scene.update_to_time = update_to_time
-    Scene.get_time_progression = get_time_progression
+    Scene.wait = wait  # type: ignore[method-assign]
+    Scene.tear_down = tear_down  # type: ignore[method-assign]
+    Scene.update_to_time = update_to_time  # type: ignore[method-assign]
+    Scene.get_time_progression = get_time_progression  # type: ignore[method-assign]
 
 
 class _Steps(list):

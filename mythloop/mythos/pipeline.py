@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mythloop.fileio import write_json_atomic, write_text_atomic
 from mythloop.llm import FallbackLadder, get_backend
@@ -30,6 +31,9 @@ from mythloop.mythos.rundir import Manifest, create_run_dir
 from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
 from mythloop.mythos.stages import load_charter, stage_by_slug, validate_artifact
 from mythloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from mythloop.llm import Backend, Completion, FallbackLadder
 
 __all__ = ["FilmSession", "StageFailed", "SceneCodeError", "open_session", "cache_basis",
            "SCENE_FILE"]
@@ -52,7 +56,7 @@ class FilmSession:
     request: FilmRequest
     run_dir: Path
     manifest: Manifest
-    backend: object
+    backend: Backend | FallbackLadder
     timeout: float
     model_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -62,7 +66,7 @@ class FilmSession:
         return getattr(self.backend, "model", None) or self.request.model or "default"
 
     # --- model calls ----------------------------------------------------------------
-    def call(self, prompt: str, key: str) -> object:
+    def call(self, prompt: str, key: str) -> Completion:
         """One model call; counted, and fallback switches copied into the manifest."""
         with self._lock:
             self.model_calls += 1
@@ -218,10 +222,11 @@ def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> Fil
             options["model"] = request.model or settings.model
         if settings.command and request.backend != "openai":
             options["command"] = settings.command
-    backend = get_backend(request.backend, **options)
+    primary = get_backend(request.backend, **options)
+    backend: Backend | FallbackLadder = primary
     fallbacks = request.fallbacks or settings.model_fallbacks
     if fallbacks and request.backend not in ("offline", "replay"):
-        backend = FallbackLadder(backend, fallbacks)
+        backend = FallbackLadder(primary, fallbacks)
     manifest = Manifest(
         run_dir, prompt=request.prompt, backend=request.backend,
         model=getattr(backend, "model", None) or request.model,

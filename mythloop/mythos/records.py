@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mythloop.mythos.layout import Finding
 from mythloop.mythos.render import RenderResult
 from mythloop.mythos.verify import VerifyResult
+from mythloop.vocab import RenderKind
 
 __all__ = [
     "CodegenResult", "FailedScene", "FilmInfo", "FilmManifest", "FilmResult", "MediaResult",
@@ -142,7 +143,7 @@ class RenderEntry(_Open):
     name: str | None = None
     attempt: int | None = None
     ok: bool | None = None
-    kind: str | None = None
+    kind: RenderKind | None = None
     cache: str | None = None
     returncode: int | None = None
     seconds: float | None = None
@@ -195,7 +196,7 @@ class FilmInfo(_Open):
 class FailedScene(_Open):
     scene: int | None = None
     name: str | None = None
-    kind: str | None = None
+    kind: RenderKind | None = None
     error: str | None = None
 
 

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +45,7 @@ from mythloop.mythos.safe_ast import parse
 from mythloop.mythos.sandbox_classify import classify
 from mythloop.mythos.tex_policy import tex_env
 from mythloop.settings import get_settings
-from mythloop.vocab import QUALITIES
+from mythloop.vocab import QUALITIES, RENDER_KINDS, RenderKind
 
 __all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scene_names",
            "QUALITIES", "ProgressCallback"]
@@ -71,7 +72,7 @@ class RenderOutput(BaseModel):
     """What one scene of a render produced: manim's mp4, or the PNG of a still scene."""
 
     scene: str
-    kind: str = Field(description="video | image")
+    kind: Literal["video", "image"]
     path: str
 
 
@@ -79,8 +80,7 @@ class RenderResult(BaseModel):
     """Outcome of one sandboxed render; `message` is the one line to show a user."""
 
     ok: bool
-    kind: str = Field(description="ok | scene_error | timeout | resource_limit | missing_tool "
-                                  "| interrupted")
+    kind: RenderKind = Field(description=" | ".join(RENDER_KINDS))
     video_path: str | None = None
     image_path: str | None = None
     """The PNG manim saved for a still scene (no animation played), when the last scene

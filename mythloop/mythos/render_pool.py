@@ -76,6 +76,7 @@ class _Worker:
 
     def read_line(self, deadline: float, poll: Callable[[], None] | None = None) -> dict:
         """The worker's next reply; WorkerLost at EOF or DEADLINE."""
+        assert self.proc.stdout is not None  # (a pipe)
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.pending:
             left = deadline - time.monotonic()
@@ -103,6 +104,7 @@ class _Worker:
                poll: Callable[[], None] | None) -> tuple[int | None, bool]:
         self.wait_ready()
         self.renders += 1
+        assert self.proc.stdin is not None  # (a pipe)
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
@@ -120,7 +122,8 @@ class _Worker:
         """Close its pipe (it ends itself) and kill its group (everything in it) regardless."""
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
         procs.signal_group(self.proc.pid, signal.SIGKILL)

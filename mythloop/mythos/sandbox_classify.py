@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time this module needs only the standard library
+    from mythloop.vocab import RenderKind
 
 __all__ = ["classify", "last_error_line"]
 
@@ -24,7 +28,7 @@ _RESOURCE_PATTERNS = re.compile(
     r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory",
     re.I,
 )
-_RESOURCE_SIGNALS = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
+_RESOURCE_SIGNALS: dict[int, str] = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
                      signal.SIGKILL: "memory or CPU (killed by the kernel)"}
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)"
                        r"|[A-Za-z_][\w.]*\.\w+Error): .*|^[A-Za-z_]\w*Error$")
@@ -53,7 +57,7 @@ def last_error_line(log: str, scene_file: str | None = None) -> str | None:
 
 
 def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: bool,
-             log: str, scene_file: str, limits_text: str) -> tuple[str, str]:
+             log: str, scene_file: str, limits_text: str) -> tuple[RenderKind, str]:
     """Return (kind, one-line message) for a finished render."""
     if timed_out:
         return "timeout", (f"render timed out after {timeout:.0f}s and was killed with its "

@@ -377,8 +377,12 @@ def serve(spec: dict) -> int:
     if threading.active_count() != 1:  # forking a threaded process is not safe
         print("sandbox: manim started threads; cannot serve warm renders", file=sys.stderr)
         return 124
+    def _stop(*_: object) -> None:
+        _kill_descendants()
+        os._exit(0)
+
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: (_kill_descendants(), os._exit(0)))
+        signal.signal(sig, _stop)
     _reply({"ready": True})
     while True:
         line = _read_line(0)

@@ -162,8 +162,8 @@ def _report_animations() -> None:
         sys.stdout.flush()
         return original(self, *args, **kwargs)
 
-    play.__doc__, play.__wrapped__ = original.__doc__, original
-    Scene.play = play
+    play.__doc__, play.__wrapped__ = original.__doc__, original  # type: ignore[attr-defined]
+    Scene.play = play  # type: ignore[method-assign]
 
 
 def prepare() -> None:

@@ -15,6 +15,7 @@ import ast
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -206,7 +207,7 @@ class SceneCache:
         return copy_file_atomic(video, self.path(key))
 
 
-def concat_videos(videos: list[Path | str], target: Path | str) -> Path:
+def concat_videos(videos: Sequence[Path | str], target: Path | str) -> Path:
     """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
     if not videos:
         raise ValueError("no scene videos to stitch")

@@ -69,7 +69,7 @@ _ALLOCATORS = frozenset({"bytearray", "bytes", "range", "zeros", "ones", "empty"
 
 def _exits(body: list[ast.stmt]) -> bool:
     """True when BODY can leave its loop: a break not in a nested loop, a return or raise."""
-    stack = list(body)
+    stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Return, ast.Raise, ast.Break)):
@@ -90,8 +90,8 @@ def _const_int(node: ast.AST) -> int | None:
             and not isinstance(node.value, bool):
         return int(node.value) if abs(node.value) < 1e30 else 10**30
     if isinstance(node, ast.Tuple) and node.elts:  # np.zeros((100000, 100000))
-        sizes = [_const_int(e) for e in node.elts]
-        if all(s is not None for s in sizes):
+        sizes = [s for s in (_const_int(e) for e in node.elts) if s is not None]
+        if len(sizes) == len(node.elts):
             total = 1
             for s in sizes:
                 total = min(total * max(s, 0), 10**30)
@@ -251,7 +251,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.UnaryOp):
             return self._is_array(node.operand, depth + 1)
         if isinstance(node, ast.Name):
-            values = self.bindings.get(node.id)
+            values = self.bindings.get(node.id) or []
             return bool(values) and all(v is not None and self._is_array(v, depth + 1)
                                         for v in values)
         if isinstance(node, ast.Attribute):  # np.uint8 as a dtype, arr.T
@@ -505,12 +505,14 @@ def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
                and isinstance(n.targets[0], ast.Name)]
     for _ in range(3):  # aliases of aliases: cam = self.camera; frame = cam.frame
         for node in assigns:
-            checker.constants.setdefault(node.targets[0].id, node.value)
+            target = node.targets[0]
+            assert isinstance(target, ast.Name)  # (as assigns picks them)
+            checker.constants.setdefault(target.id, node.value)
             ref = checker._camera_ref(node.value)
             if ref == "camera":
-                checker.camera_aliases.add(node.targets[0].id)
+                checker.camera_aliases.add(target.id)
             elif ref == "frame":
-                checker.frame_aliases.add(node.targets[0].id)
+                checker.frame_aliases.add(target.id)
     _collect_bindings(tree, checker)
     try:
         checker.visit(tree)

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from mythloop.router.lexical import BM25
 from mythloop.router.state import VerdictArrays, build_arrays
 from mythloop.settings import Settings, get_settings
 from mythloop.skills import Catalog, Skill
+
+if TYPE_CHECKING:
+    from mythloop.router.lexical import BM25
 
 __all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "AGREEMENT_PRIOR", "AGREEMENT_CREDIBILITY",
            "harm_credibility", "name_text", "full_text"]
@@ -134,7 +138,7 @@ class Router:
                            "lexical": settings.c4_w_lexical}
         self.weights["lexical"] = 0.0
         self.c4_context_k = max(0, int(settings.c4_context_k))
-        self._lexical = None  # BM25 index, built on first use
+        self._lexical: BM25 | None = None  # BM25 index, built on first use
         self.related_k = max(0, int(settings.related_k))
         self.index = {s.name: i for i, s in enumerate(skills)}
         n = len(skills)
@@ -196,6 +200,7 @@ class Router:
             return {"semantic": semantic, "lexical": zeros, "count_bonus": zeros, "help_match": zeros,
                     "harm_match": zeros, "related_helpful": zeros, "related_harmful": zeros,
                     "status_mult": np.ones(n), "final": semantic}
+        assert a is not None  # the blend reads the verdict arrays
         w = self.c4_weights if self.agreement else self.weights
         k = self.c4_context_k if self.agreement else 0
         help_match = a.help.max_per_skill(q, n, k)

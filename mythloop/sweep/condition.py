@@ -15,6 +15,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mythloop.fileio import (
     append_jsonl,
@@ -38,6 +39,12 @@ from mythloop.sweep.records import (
     TurnRow,
 )
 from mythloop.verdicts import VerdictStore, count_malformed_tags, parse_tags, persist_verdicts
+from mythloop.vocab import AGREEMENT_CONDITIONS, BLEND_CONDITIONS, Condition
+
+if TYPE_CHECKING:
+    from mythloop.llm import Backend
+    from mythloop.router import Router
+    from mythloop.verdicts import VerdictStore
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
 
@@ -73,22 +80,22 @@ class ConditionRun:
     """Live state of one condition x replicate inside a sweep process."""
 
     config: SweepConfig
-    cond: str
+    cond: Condition
     replicate: int
     results_dir: Path
     catalog: Catalog
     prompts: list[SweepPrompt]
     base_seed: int
-    embedder: object
+    embedder: Any
     dir: Path = field(init=False)
     seed: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.dir = self.results_dir / f"{self.cond}-rep{self.replicate}"
         self.seed = replicate_seed(self.base_seed, self.replicate)
-        self.store = None
-        self.router = None
-        self.backend = None
+        self.store: VerdictStore | None = None  # these three: set by open()
+        self.router: Router | None = None
+        self.backend: Backend | None = None
 
     # --- layout ------------------------------------------------------------------
     @property
@@ -145,7 +152,8 @@ class ConditionRun:
         self._materialise_skills()
         self.store = VerdictStore(self.store_path, self.dir / "verdicts.npz")
         self.router = Router(self.catalog, self.store, self.embedder,
-                             blend=self.cond in ("c3", "c4"), agreement=self.cond == "c4")
+                             blend=self.cond in BLEND_CONDITIONS,
+                             agreement=self.cond in AGREEMENT_CONDITIONS)
         self.backend = self._make_backend()
 
     def close(self) -> None:
@@ -195,6 +203,7 @@ class ConditionRun:
         snapshot = self.snapshot_path(round_idx)
         if snapshot.exists():
             _sqlite_copy(snapshot, self.store_path)
+            assert self.router is not None, "open() first"
             self.router.refresh(force=True)
         else:
             with replacing(snapshot) as tmp:
@@ -211,6 +220,7 @@ class ConditionRun:
         rows: list[MeasurementRow] = []
         catalogs: dict[str, list[CatalogEntry]] = {}
         hits3 = gold_found = 0
+        assert self.router is not None, "open() first"
         for prompt in self.prompts:
             ranked = self.router.rank(prompt.prompt, top_k=self.config.measure_top_k)
             if prompt.learned:
@@ -262,6 +272,7 @@ class ConditionRun:
         session_id = session_id_for(self.cond, self.replicate, round_idx, prompt.id)
         full_prompt = learning_prompt(ranked, contract, prompt.prompt)
         started = time.perf_counter()
+        assert self.backend is not None, "open() first"
         completion = self.backend.complete(full_prompt, model=self.config.judge_options.model,
                                            timeout=self.turn_timeout, key=session_id)
         text = completion.text or ""
@@ -288,6 +299,7 @@ class ConditionRun:
         text = answer.text or ""
         tags = parse_tags(text)
         shown = [entry.name for entry in ranked]
+        assert self.store is not None, "open() first"
         result = persist_verdicts(
             self.store, shown, tags, session_id=session_id, host=self.config.judge,
             query=prompt.prompt, embedder=self.embedder,

@@ -6,14 +6,20 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from mythloop.data import data_path
 from mythloop.settings import get_settings
-from mythloop.vocab import JUDGES, SIMULATED_JUDGES, Judge
+from mythloop.vocab import (
+    JUDGES,
+    LEARNED_PROMPT_KINDS,
+    SIMULATED_JUDGES,
+    Condition,
+    Judge,
+    PromptKind,
+)
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
            "load_heldout", "load_sweep_prompts", "replicate_seed"]
@@ -44,7 +50,7 @@ class JudgeOptions(BaseModel):
 class SweepConfig(BaseModel):
     """Everything that defines a sweep; two runs with the same config and results dir resume."""
 
-    conditions: list[Literal["c0", "c3", "c4"]] = ["c0", "c3"]
+    conditions: list[Condition] = ["c0", "c3"]
     """C0 = blend off (verdicts stored, not used); C3 = blend on; C4 = blend on with the
     agreement rule (demotes a skill only when it is credibly harmful; docs/blend.md)."""
     rounds: int = Field(6, ge=1, le=100)
@@ -95,7 +101,7 @@ class SweepConfig(BaseModel):
 
     @field_validator("conditions")
     @classmethod
-    def _unique_conditions(cls, value: list[str]) -> list[str]:
+    def _unique_conditions(cls, value: list[Condition]) -> list[Condition]:
         if not value:
             raise ValueError("at least one condition is needed")
         return list(dict.fromkeys(value))
@@ -142,7 +148,7 @@ def default_results_dir(root: Path) -> Path:
 class SweepPrompt(BaseModel):
     id: str
     prompt: str
-    kind: Literal["trap", "normal", "null", "heldout"]
+    kind: PromptKind
     expected_skill: str | None = None
     poisoned_twin: str | None = None
     paraphrase_of: str | None = None
@@ -152,7 +158,7 @@ class SweepPrompt(BaseModel):
     @property
     def learned(self) -> bool:
         """Held-out prompts are measured, never learned from."""
-        return self.kind != "heldout"
+        return self.kind in LEARNED_PROMPT_KINDS
 
 
 _SECTIONS = ("in_distribution", "null_prompts", "heldout")
@@ -182,7 +188,7 @@ def _read_data(path: Path, what: str = "prompts file") -> object:
         raise ValueError(f"{what} {path} is not valid YAML{where}: {problem}") from None
 
 
-def _row_list(path: Path, rows: list, kind: str, what: str) -> list[SweepPrompt]:
+def _row_list(path: Path, rows: list, kind: PromptKind, what: str) -> list[SweepPrompt]:
     """A benchmark's list of {"id", "text", "expected"} rows (also {id, prompt,
     expected_skill}), each a prompt of `kind`; a bad row is a one-line ValueError naming the
     file and the row."""
@@ -230,12 +236,12 @@ def load_prompts(path: Path) -> tuple[list[SweepPrompt], int]:
     """
     data = _read_data(path)
     if isinstance(data, list):
-        prompts = _row_list(path, data, "normal", "prompts file")
-        if not prompts:
+        rows_read = _row_list(path, data, "normal", "prompts file")
+        if not rows_read:
             raise ValueError(f"prompts file {path} is an empty list: it needs "
                              '{"id", "text", "expected"} rows')
-        _no_duplicates(prompts, path)
-        return prompts, DEFAULT_SEED
+        _no_duplicates(rows_read, path)
+        return rows_read, DEFAULT_SEED
     if data is None:
         raise ValueError(f"prompts file {path} is empty: it needs sections "
                          f"{', '.join(_SECTIONS)} of {{id, prompt}} entries")
@@ -282,7 +288,7 @@ def _prompt_row(path: Path, section: str, number: int, row: object) -> SweepProm
                            expected_skill=row.get("expected_skill"),
                            poisoned_twin=row.get("trap_for"),
                            paraphrase_of=row.get("paraphrase_of"))
-    kind = "trap" if row.get("trap_for") else "normal"
+    kind: PromptKind = "trap" if row.get("trap_for") else "normal"
     return SweepPrompt(id=row["id"], prompt=row["prompt"], kind=kind,
                        expected_skill=row.get("expected_skill"),
                        poisoned_twin=row.get("trap_for"))

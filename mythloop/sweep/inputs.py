@@ -9,12 +9,12 @@ Prefect UI fails the same way and leaves nothing behind.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.skills.catalog import Catalog, load_catalog
 from mythloop.sweep.config import SweepConfig, SweepPrompt, load_sweep_prompts
+from mythloop.sweep.records import SweepRecordError, read_sweep_record
 
 __all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
 
@@ -117,16 +117,13 @@ def _check_results_dir(config: SweepConfig) -> None:
     if not meta_path.exists():
         return
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{meta_path} is not readable JSON ({one_line(exc)}): choose another "
-                         "--results-dir") from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{meta_path} is not a sweep's record: choose another --results-dir")
-    if not meta.get("fingerprint"):
+        meta = read_sweep_record(meta_path)
+    except SweepRecordError as exc:
+        raise InputError(f"{one_line(exc)}: choose another --results-dir") from None
+    if not meta.fingerprint:
         raise InputError(f"{results_dir} holds a sweep.json that mythloop's sweep did not write "
                          "(no fingerprint); choose another --results-dir")
-    if meta["fingerprint"] != config.fingerprint():
+    if meta.fingerprint != config.fingerprint():
         raise InputError(
             f"{results_dir} holds a different sweep (other conditions, judge, pool, prompts or "
             "seed); choose another --results-dir, or rerun with that sweep's settings to "

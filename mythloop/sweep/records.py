@@ -10,12 +10,20 @@ defaults, so older rows still load.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
-__all__ = ["AppliedVerdict", "CatalogEntry", "MeasureResult", "MeasurementRow", "TurnAnswer",
-           "TurnRow"]
+from mythloop.fileio import describe_invalid
+from mythloop.vocab import Condition, PromptKind, TurnStatus
+
+__all__ = ["AppliedVerdict", "CatalogEntry", "CatalogIssue", "MeasureResult", "MeasurementRow",
+           "ShardOutcome", "SweepOutcome", "SweepRecord", "SweepRecordError", "TurnAnswer",
+           "TurnRow", "read_sweep_record"]
+
+SWEEP_FILE = "sweep.json"
 
 
 class _Row(BaseModel):
@@ -39,7 +47,7 @@ class MeasurementRow(_Row):
     cond: str = ""
     replicate: int = 0
     prompt_id: str
-    prompt_kind: str | None = None
+    prompt_kind: PromptKind | None = None
     expected_skill: str | None = None
     poisoned_twin: str | None = None
     rank: int
@@ -91,10 +99,10 @@ class TurnRow(_Row):
     cond: str = ""
     replicate: int = 0
     prompt_id: str
-    prompt_kind: str | None = None
+    prompt_kind: PromptKind | None = None
     expected_skill: str | None = None
     session_id: str | None = None
-    status: str
+    status: TurnStatus
     error: str | None = None
     attempts: int | None = None
     elapsed_s: float | None = None
@@ -123,3 +131,120 @@ class TurnRow(_Row):
         if data.get("attempts", 0) is None:
             del data["attempts"]
         return data
+
+
+class CatalogIssue(_Row):
+    """An invalid SKILL.md the sweep left out of its pool (sweep.json `catalog_issues`)."""
+
+    file: str
+    problem: str
+
+
+class SweepRecordError(ValueError):
+    """A sweep.json that is missing, not JSON, or not a sweep's record (one line)."""
+
+
+class SweepRecord(_Row):
+    """`<results_dir>/sweep.json`: the sweep's config, fingerprint and metadata.
+
+    Every field has a default, so a sweep.json written by an older mythloop (fewer keys,
+    `replicate_seeds` as a list) loads; keys this model does not name are kept. `to_json()`
+    writes back exactly the keys that were read or given, so a read-modify-write (the
+    finish time) leaves the file's shape as it was. A noise study's D/sweep.json (`study`)
+    reads as one too; `is_study` tells them apart.
+    """
+
+    sweep_id: str | None = None
+    fingerprint: str | None = None
+    config: dict[str, Any] | None = None
+    """The whole SweepConfig dump (a dict: a config from an older mythloop still reads)."""
+    conditions: list[Condition] = Field(default_factory=list)
+    rounds: int | None = Field(None, ge=0)
+    replicates: int | None = Field(None, ge=0)
+    judge: str | None = None
+    simulated: bool | None = None
+    """None: the file does not say (sweeps from before the key)."""
+    judge_options: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    embedder: str | None = None
+    pool: str | None = None
+    prompts_file: str | None = None
+    prompts: int | None = None
+    heldout_file: str | None = None
+    catalog_issues: list[CatalogIssue] = Field(default_factory=list)
+    seed: int | None = None
+    replicate_seeds: dict[str, int] | list[int] = Field(default_factory=dict)
+    """Replicate number (a string, as JSON keys are) -> seed; older files: a list, rep 1 first."""
+    abstain_threshold: float | None = None
+    started_utc: str | None = None
+    finished_utc: str | None = None
+    mythloop_version: str | None = None
+    python: str | None = None
+    study: str | None = None
+    """Set (to "noise") only in a noise study's own sweep.json."""
+
+    @property
+    def is_study(self) -> bool:
+        return self.study is not None
+
+    def seeds_by_replicate(self) -> dict[str, int]:
+        """`replicate_seeds` as a map whichever form the file holds."""
+        seeds = self.replicate_seeds
+        if isinstance(seeds, list):
+            return {str(i): s for i, s in enumerate(seeds, start=1)}
+        return dict(seeds)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object to write: the keys read or given (and any unknown ones kept)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = SWEEP_FILE) -> SweepRecord:
+        """Validate a parsed sweep.json; SweepRecordError (one line) when it is not one."""
+        if not isinstance(data, dict):
+            raise SweepRecordError(f"{where} holds {type(data).__name__}, not a JSON object")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise SweepRecordError(f"{where} is not a sweep record: {describe_invalid(exc)}"
+                                   ) from None
+
+
+def read_sweep_record(results_dir: Path | str) -> SweepRecord:
+    """Read `<results_dir>/sweep.json` (or that file itself) through `SweepRecord`;
+    SweepRecordError with one line when it is missing, not JSON, or malformed."""
+    path = Path(results_dir)
+    if path.name != SWEEP_FILE or path.is_dir():
+        path = path / SWEEP_FILE
+    if not path.is_file():
+        raise SweepRecordError(f"no {SWEEP_FILE} in {path.parent}: not a sweep results dir")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SweepRecordError(f"{path} is not readable JSON ({' '.join(str(exc).split())})"
+                               ) from None
+    return SweepRecord.from_json(data, str(path))
+
+
+class ShardOutcome(BaseModel):
+    """What one condition x replicate of a sweep hands back: its sandbox and how it went."""
+
+    condition: Condition
+    replicate: int
+    dir: str
+    completed_rounds: list[int] = Field(default_factory=list)
+    failed_turns: int = 0
+
+
+class SweepOutcome(BaseModel):
+    """What the `sweep` flow returns (and `mythloop sweep` prints): where the results and the
+    report are, each shard's outcome, failed learning turns, and the regressions the night
+    raised. A noise study also lists its levels and each level's own outcome."""
+
+    results_dir: str
+    report: str
+    shards: list[ShardOutcome] = Field(default_factory=list)
+    failed_turns: int = 0
+    regressions: list[dict[str, Any]] = Field(default_factory=list)
+    levels: list[float] | None = None
+    level_results: list[SweepOutcome] = Field(default_factory=list)

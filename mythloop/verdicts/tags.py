@@ -20,12 +20,18 @@ _UNQUOTED = re.compile(r"[^\s\"'<>/=`]+")
 _WS = re.compile(r"\s*")
 
 
+def _ws_end(text: str, pos: int) -> int:
+    """Where the whitespace at `pos` ends (`\\s*` always matches)."""
+    match = _WS.match(text, pos)
+    return match.end() if match else pos
+
+
 def _parse_attrs(text: str, pos: int) -> tuple[dict[str, str], int] | None:
     """Read attributes from `pos` to the tag's `>`; None when the fragment is malformed."""
     attrs: dict[str, str] = {}
     n = len(text)
     while True:
-        pos = _WS.match(text, pos).end()
+        pos = _ws_end(text, pos)
         if text.startswith("/>", pos):
             return attrs, pos + 2
         if pos < n and text[pos] == ">":
@@ -33,10 +39,10 @@ def _parse_attrs(text: str, pos: int) -> tuple[dict[str, str], int] | None:
         name = _ATTR_NAME.match(text, pos)
         if not name:
             return None
-        pos = _WS.match(text, name.end()).end()
+        pos = _ws_end(text, name.end())
         if pos >= n or text[pos] != "=":
             return None
-        pos = _WS.match(text, pos + 1).end()
+        pos = _ws_end(text, pos + 1)
         if pos < n and text[pos] in "\"'":
             end = text.find(text[pos], pos + 1)
             # An unclosed quote would swallow the next tag: call the fragment malformed.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -17,7 +18,7 @@ __all__ = ["register"]
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 
@@ -28,13 +29,13 @@ def _check_dir(path: Path, name: str) -> Path:
         _fail(f"{name} {path}: no such folder (give a results dir written by `mythloop sweep`)")
     if not (root / "sweep.json").is_file():
         _fail(f"{name} {path}: no sweep.json there: not a sweep results dir")
+    from mythloop.sweep.records import SweepRecordError, read_sweep_record
+
     try:
-        meta = json.loads((root / "sweep.json").read_text(encoding="utf-8"))
-    except ValueError:
-        _fail(f"{name} {path}: sweep.json is not valid JSON")
-    if not isinstance(meta, dict):
-        _fail(f"{name} {path}: sweep.json is not a JSON object")
-    if meta.get("study") == "noise":  # mythloop.sweep.study.STUDY_KIND
+        meta = read_sweep_record(root)
+    except SweepRecordError as exc:
+        _fail(f"{name} {path}: {exc}")
+    if meta.is_study:
         _fail(f"{name} {path} is a noise study: compare one of its noise-<level>/ folders")
     return root.resolve()
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 
+from mythloop.mythos.request import FilmRequest
 from mythloop.vocab import FILM_BACKENDS, QUALITIES
 from mythloop_app.commands.runtime import flow_runtime, ui_hint
+
+_FIELDS = FilmRequest.model_fields  # the options' defaults are the request model's
 
 
 def film(
@@ -15,17 +18,17 @@ def film(
                                             "'the heat equation'."),
     render: bool = typer.Option(False, "--render/--no-render",
                                 help="Render the scene to an mp4 (and repair it when it fails)."),
-    quality: str = typer.Option("l", "-q", "--quality",
+    quality: str = typer.Option(_FIELDS["quality"].default, "-q", "--quality",
                                 help="Manim quality: " + " | ".join(QUALITIES)
                                 + " (l 480p15 ... k 4K)."),
-    backend: str = typer.Option("offline", help="Model backend: " + " | ".join(FILM_BACKENDS)
+    backend: str = typer.Option(_FIELDS["backend"].default, help="Model backend: " + " | ".join(FILM_BACKENDS)
                                 + ". offline and replay need no account."),
     model: str | None = typer.Option(None, help="Model name (default: M2M_MODEL or the "
                                                 "backend's own)."),
     fallback: list[str] = typer.Option(
         [], "--fallback", help="Fallback model for model-specific failures (repeatable; "
                                "default: M2M_MODEL_FALLBACKS)."),
-    max_repairs: int = typer.Option(3, min=0, max=10, help="Repairs allowed after a failed "
+    max_repairs: int = typer.Option(_FIELDS["max_repairs"].default, min=0, max=10, help="Repairs allowed after a failed "
                                                           "render."),
     timeout: float | None = typer.Option(None, help="Seconds per model call (M2M_TIMEOUT)."),
     render_timeout: float | None = typer.Option(None, help="Seconds per render "
@@ -37,12 +40,12 @@ def film(
         None, "--voice", help="Voice-over of the narration: espeak (offline, espeak-ng). "
         "Default: silent."),
     burn_subtitles: bool = typer.Option(
-        False, "--burn-subtitles", help="Burn subtitles into the picture (default: a soft "
+        _FIELDS["burn_subtitles"].default, "--burn-subtitles", help="Burn subtitles into the picture (default: a soft "
         "subtitle track; film.srt/film.vtt are written either way)."),
     layout_repair: bool = typer.Option(
-        False, "--layout-repair", help="Spend one scoped repair on a scene whose text the "
+        _FIELDS["layout_repair"].default, "--layout-repair", help="Spend one scoped repair on a scene whose text the "
         "layout check finds off-frame, overlapping or too small."),
-    fresh: bool = typer.Option(False, "--fresh", help="Call the model again even for stages "
+    fresh: bool = typer.Option(_FIELDS["fresh"].default, "--fresh", help="Call the model again even for stages "
                                                       "with cached results, and render every "
                                                       "scene again (no scene cache)."),
     runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
@@ -58,8 +61,6 @@ def film(
     the video path.
     """
     from pydantic import ValidationError
-
-    from mythloop.mythos.request import FilmRequest
 
     try:
         request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
 __all__ = ["register"]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One clear error line, exit code 2."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)

@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
 
@@ -52,7 +53,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
 
     from mythloop.procs import STOPPING
 
-    state = {"server": None, "interrupted": False, "code": 130}
+    state: dict[str, Any] = {"server": None, "interrupted": False, "code": 130}
 
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
         from mythloop.procs import kill_descendants
@@ -113,8 +114,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                     server = state["server"]
                     kill_descendants(spare=[server.pgid] if server and server.pgid else [])
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
         if quieted is not None:
             quieted()
         if state["interrupted"]:

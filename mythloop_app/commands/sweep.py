@@ -3,35 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
-from mythloop.vocab import JUDGES
+from mythloop.sweep.config import JudgeOptions, SweepConfig
+from mythloop.vocab import CONDITION_HELP, CONDITIONS, JUDGES
 from mythloop_app.commands.runtime import flow_runtime, resume_command, ui_hint
 
-CONDITIONS = ("c0", "c3", "c4")
+# The options' defaults are the config models' (one place to change them).
+_CONFIG = SweepConfig()
+_JUDGE = JudgeOptions()
+
+_CONDITION_CHOICES = ", ".join(f"{c} ({what})" for c, what in CONDITION_HELP.items())
 
 
 def sweep(
     ctx: typer.Context,
     conditions: list[str] = typer.Option(
-        ["c0", "c3"], "--conditions", "-c",
-        help="Conditions to run: c0 (blend off), c3 (blend on), c4 (blend on, demotes only "
-             "credibly harmful skills; docs/blend.md). "
+        list(_CONFIG.conditions), "--conditions", "-c",
+        help=f"Conditions to run: {_CONDITION_CHOICES}. "
              "`--conditions c0 c3`, `--conditions c0,c3` or repeat the option."),
-    rounds: int = typer.Option(6, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
-    replicates: int = typer.Option(1, min=1, help="Replicates per condition, each with its own "
+    rounds: int = typer.Option(_CONFIG.rounds, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
+    replicates: int = typer.Option(_CONFIG.replicates, min=1, help="Replicates per condition, each with its own "
                                                    "seed and prompt order."),
-    judge: str = typer.Option("simulated", help="Who plays the model in learning turns: "
+    judge: str = typer.Option(_CONFIG.judge, help="Who plays the model in learning turns: "
                               + " | ".join(JUDGES) + ". simulated/oracle need no account."),
-    noise: float = typer.Option(0.2, min=0.0, max=1.0,
+    noise: float = typer.Option(_JUDGE.noise, min=0.0, max=1.0,
                                 help="Simulated judge: probability a verdict is flipped. "
                                      "Several levels (`--noise 0 0.2 0.4`) run a noise study: "
                                      "one sweep per level under the results dir, and a noise "
                                      "curve in its report."),
-    omit_rate: float = typer.Option(0.05, min=0.0, max=1.0,
+    omit_rate: float = typer.Option(_JUDGE.omit_rate, min=0.0, max=1.0,
                                     help="Simulated judge: probability a tag is left out."),
-    invent_rate: float = typer.Option(0.02, min=0.0, max=1.0,
+    invent_rate: float = typer.Option(_JUDGE.invent_rate, min=0.0, max=1.0,
                                       help="Simulated judge: rate of invented skill names."),
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
     pool: Path | None = typer.Option(None, help="Skill pool folder (default: bundled pool)."),
@@ -54,7 +59,7 @@ def sweep(
         None, help="Fan out: run each condition x replicate as a flow run of this deployment "
                    "(e.g. condition-run/condition-run) on a work pool's workers; see "
                    "docs/scaling.md. Default: in this process."),
-    strict: bool = typer.Option(False, "--strict",
+    strict: bool = typer.Option(_CONFIG.strict, "--strict",
                                 help="Stop when the pool holds an invalid SKILL.md (default: "
                                      "leave it out and name it on stderr, in sweep.json and in "
                                      "the report's data issues)."),
@@ -64,11 +69,11 @@ def sweep(
              "MYTHLOOP_LLM_CONCURRENCY, 4). Real-model turns also wait for a slot of the "
              "server's global `llm` limit when one exists. The results do not depend on it."),
     task_per_turn: bool = typer.Option(
-        False, "--task-per-turn",
+        _CONFIG.task_per_turn, "--task-per-turn",
         help="One task run per learning turn for any judge (simulated and oracle judges "
              "otherwise learn a round in one `learn` task)."),
     parallel_shards: int = typer.Option(
-        1, min=1, max=64,
+        _CONFIG.parallel_shards, min=1, max=64,
         help="Condition x replicate runs side by side in this process, each in its own sandbox."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
@@ -87,7 +92,6 @@ def sweep(
     from pydantic import ValidationError
 
     from mythloop.settings import get_settings
-    from mythloop.sweep import JudgeOptions, SweepConfig
     from mythloop.sweep.config import default_results_dir
     from mythloop.sweep.inputs import check_inputs, judge_label, one_line
 
@@ -122,7 +126,7 @@ def sweep(
         _fail(one_line(exc))
     from mythloop.checks import dir_problem
 
-    problem = dir_problem(config.results_dir, "results dir")
+    problem = dir_problem(results_dir.resolve(), "results dir")
     if problem:  # e.g. under /proc, or under a file: one line now, not tracebacks later
         _fail(f"{problem}; pass another --results-dir")
     for issue in checked.catalog.issues:
@@ -137,10 +141,10 @@ def sweep(
             result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
             _fail(one_line(exc))
-    typer.echo(f"results: {result['results_dir']}")
-    typer.echo(f"report:  {result['report']}")
-    if result["failed_turns"]:
-        typer.echo(f"note: {result['failed_turns']} learning turns failed; see the report's "
+    typer.echo(f"results: {result.results_dir}")
+    typer.echo(f"report:  {result.report}")
+    if result.failed_turns:
+        typer.echo(f"note: {result.failed_turns} learning turns failed; see the report's "
                    "Failures section")
     if checked.catalog.issues:
         typer.echo(f"note: {len(checked.catalog.issues)} invalid SKILL.md left out of the pool; "
@@ -149,7 +153,7 @@ def sweep(
     typer.echo(ui_hint())
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One clear error line on stderr, exit code 2."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
@@ -181,7 +185,8 @@ def _conditions(given: list[str], extra: list[str]) -> list[str]:
     names = [n.lower() for n in names]
     unknown = [n for n in names if n not in CONDITIONS]
     if unknown:
-        _fail(f"unknown condition(s) {', '.join(unknown)}: use c0, c3 and/or c4 (--conditions)")
+        _fail(f"unknown condition(s) {', '.join(unknown)}: use {', '.join(CONDITIONS[:-1])} "
+              f"and/or {CONDITIONS[-1]} (--conditions)")
     return list(dict.fromkeys(names))
 
 

@@ -81,6 +81,7 @@ class TemporaryServer:
                 return
             if self.proc.poll() != _PORT_IN_USE_EXIT:  # else: another took the port; again
                 break
+        assert self.proc is not None  # (started above)
         code = self.proc.poll()
         self.stop(grace=2.0)
         why = (f"exited with code {code}" if code is not None

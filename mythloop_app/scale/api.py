@@ -123,9 +123,9 @@ def submitted_by(api_url: str) -> dict[str, str]:
                         order=EventOrder.ASC), limit=50)
     taken: dict[str, str] = {}
     for event in page.events:
-        worker = event.resource.get("prefect.resource.name", "?")
+        worker = event.resource.get("prefect.resource.name") or "?"
         for related in event.related:
-            rid = related.get("prefect.resource.id", "")
+            rid = related.get("prefect.resource.id") or ""
             if rid.startswith("prefect.flow-run."):
                 taken[rid.removeprefix("prefect.flow-run.")] = worker
     return taken

@@ -20,6 +20,7 @@ from pathlib import Path
 from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.shards import shard_plan
+from mythloop.vocab import Condition
 from mythloop_app.scale import api
 from mythloop_app.scale.driver import SHARD_DEPLOYMENT
 from mythloop_app.scale.stack import POOL, ScaleStack
@@ -28,7 +29,7 @@ __all__ = ["demo_config", "shard_facts", "check_sharded_sweep", "run_sharded_swe
 
 
 def demo_config(results_dir: Path, rounds: int = 2, replicates: int = 2,
-                conditions: tuple[str, ...] = ("c0", "c3"),
+                conditions: tuple[Condition, ...] = ("c0", "c3"),
                 shard_timeout: float = 1200.0) -> SweepConfig:
     """The demo's sweep: simulated judge, fanned out to the condition-run deployment."""
     return SweepConfig(conditions=list(conditions), rounds=rounds, replicates=replicates,
@@ -97,7 +98,7 @@ def check_sharded_sweep(stack: ScaleStack, config: SweepConfig, result: dict,
 
 
 def run_sharded_sweep(stack: ScaleStack, results_dir: Path, *, rounds: int = 2,
-                      replicates: int = 2, conditions: tuple[str, ...] = ("c0", "c3"),
+                      replicates: int = 2, conditions: tuple[Condition, ...] = ("c0", "c3"),
                       timeout: float = 1500.0) -> dict:
     """Deploy (once per stack), run one sharded sweep; its shard facts, checks and wall time."""
     ids = stack.deployment_ids or stack.deploy()
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[scale] starting PostgreSQL, a Prefect server and {args.workers} workers ...",
               flush=True)
         stack.start()
-        print(f"[scale] {stack.postgres.describe()}; API {stack.api_url}; "
+        print(f"[scale] {stack.postgres.describe() if stack.postgres else 'no PostgreSQL'}; API {stack.api_url}; "
               f"started in {sum(stack.timings.values()):.0f} s", flush=True)
         run = run_sharded_sweep(stack, results_dir, rounds=args.rounds,
                                 replicates=args.replicates)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import cast
 
 from mythloop.fileio import write_json_atomic
 
@@ -23,17 +24,19 @@ ENTRYPOINT = "flows/feedback_loop.py"
 
 def deploy(pool: str, source: Path) -> dict:
     """Both deployments, from the checkout at `source` (a path every worker sees)."""
-    from prefect import flow
+    from prefect import Flow, flow
 
     from mythloop.sweep import SweepConfig
 
     ids = {}
-    shard = flow.from_source(source=str(source), entrypoint=f"{ENTRYPOINT}:condition_run")
+    # from_source returns the flow itself when called outside an event loop
+    shard = cast(Flow, flow.from_source(source=str(source),
+                                        entrypoint=f"{ENTRYPOINT}:condition_run"))
     ids[SHARD_DEPLOYMENT] = str(shard.deploy(
         name="condition-run", work_pool_name=pool, print_next_steps=False, build=False,
         push=False, tags=["mythloop", "shard"],
         description="One condition x replicate of a sweep; started by a fanned-out sweep."))
-    parent = flow.from_source(source=str(source), entrypoint=f"{ENTRYPOINT}:sweep")
+    parent = cast(Flow, flow.from_source(source=str(source), entrypoint=f"{ENTRYPOINT}:sweep"))
     ids[SWEEP_DEPLOYMENT] = str(parent.deploy(
         name="sharded-sweep", work_pool_name=pool, print_next_steps=False, build=False,
         push=False, tags=["mythloop", "sweep"],
@@ -50,7 +53,7 @@ def run_sweep(config_path: Path) -> dict:
     from mythloop_flows.feedback_loop import sweep
 
     config = SweepConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
-    return sweep(config)
+    return sweep(config).model_dump(mode="json")
 
 
 def burst(n_tasks: int, id_path: Path) -> dict:
