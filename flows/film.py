@@ -132,11 +132,11 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
         progress.step()
 
     basis = cache_basis("codegen", dossier, request)
-    state = steps.codegen.with_options(task_run_name="codegen", refresh_cache=request.fresh,
+    coded = steps.codegen.with_options(task_run_name="codegen", refresh_cache=request.fresh,
                                        timeout_seconds=session.timeout + 60)(
         quote(session), dossier, basis, return_state=True)
-    generated = CodegenResult.model_validate(state.result())
-    task_run_id, cached = _state_meta(state)
+    generated = CodegenResult.model_validate(coded.result())
+    task_run_id, cached = _state_meta(coded)
     if cached:
         write_text_atomic(session.run_dir / "07_codegen.raw.txt", generated.raw)
     header = generated.header
@@ -337,8 +337,8 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
         try:
             repaired = steps.repair.with_options(  # the backend enforces session.timeout
                 name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
-                quote(scenes.session), unit.index, unit.name, attempt, book.header, code,
-                failure)
+                quote(scenes.session), unit.index, unit.name, attempt,  # type: ignore[call-overload]
+                book.header, code, failure)
         except Exception as exc:  # no usable repair: this scene fails, the others go on
             if good is not None:  # ... unless it has a rendered video to keep
                 book.keep(unit, good, attempt, f"{type(exc).__name__}: {exc}")

@@ -52,7 +52,7 @@ def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | Non
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
                   f"| {link(data.video_path)} | {link(subtitles.srt if subtitles else None)} | "
                   f"{link(subtitles.vtt if subtitles else None)} | {link(data.poster)} |", ""]
-    lines += findings_table([(s.label, f) for s in data.scenes for f in (s.layout or [])])
+    lines += findings_table([(s.label or f"scene-{s.index or 0:02d}", f) for s in data.scenes for f in (s.layout or [])])
     for scene in data.scenes:
         if scene.failed_repair:
             lines.append(f"**Kept after a failed repair:** {scene.label} "
