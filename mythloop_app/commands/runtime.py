@@ -9,11 +9,31 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
+__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS",
+           "prepare_state"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and kill / systemd / docker stop
 
 _TEMPORARY_APIS: set[str] = set()  # API URLs of the temporary servers this process ran
+
+
+def prepare_state() -> None:
+    """Point Prefect and the caches at the state folder (`mythloop.state`), once per process.
+
+    The CLI calls it before a command runs, or, for the commands that check their input
+    first (cli._CHECK_FIRST), after those checks: `flow_runtime` and `mythloop server` call it.
+    """
+    if _PREPARED:
+        return
+    # Here, not at the top: mythloop.settings loads pydantic_settings, kept off the start-up
+    # path so that bad input is answered in well under a second.
+    from mythloop.state import prepare_environment  # noqa: PLC0415
+
+    prepare_environment()
+    _PREPARED.append(True)
+
+
+_PREPARED: list[bool] = []
 
 
 @contextlib.contextmanager
@@ -39,6 +59,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     """
     from mythloop_app.discovery import local_server_url
 
+    prepare_state()
     if not os.environ.get("PREFECT_API_URL"):
         local = local_server_url()
         if local:  # set before Prefect reads its settings; child processes inherit it
