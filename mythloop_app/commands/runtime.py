@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -122,6 +123,11 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                 watch.start(PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"))
                 if watch.api_url and not verbose:
                     stack.callback(_hold_back_api_loss(watch))
+                    # Prefect's log shipper writes "--- Error logging to API ---" and the
+                    # error straight to stderr when the API fails, if this is set; the
+                    # watch's one line says it instead (--verbose keeps them).
+                    stack.callback(setattr, logging, "raiseExceptions", logging.raiseExceptions)
+                    logging.raiseExceptions = False
                 try:
                     yield
                 except (KeyboardInterrupt, _termination_signal(), typer.Exit):
@@ -340,18 +346,25 @@ def _describe_server(api_url: str) -> str:
     return f"the Prefect server at {api_url}"
 
 
+DATABASE_ENV = "MYTHLOOP_PREFECT_DATABASE"
+"""Names the Prefect server's database for the server-death line ("PostgreSQL on HOST:PORT");
+the scale-out stack sets it for the commands it runs (the API hides its connection URL)."""
+
+
 def _database_name() -> str:
-    """The database named for the one line when this process can tell (its environment
-    carries the server's connection URL, as the scale-out stack's commands do)."""
+    """The database named for the one line when this process can tell: DATABASE_ENV, or the
+    server's connection URL when its environment carries one."""
     from urllib.parse import urlsplit
 
+    if os.environ.get(DATABASE_ENV):
+        return f": {os.environ[DATABASE_ENV]}"
     for name in ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL"):
         url = os.environ.get(name)
         if url:
             with contextlib.suppress(ValueError):
                 parts = urlsplit(url)
                 kind = "PostgreSQL" if parts.scheme.startswith("postgres") else parts.scheme
-                where = f" at {parts.hostname}:{parts.port}" if parts.hostname else ""
+                where = f" on {parts.hostname}:{parts.port}" if parts.hostname else ""
                 return f": {kind}{where}"
     return ""
 
