@@ -69,7 +69,9 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
         if before is not None:
             old = {**env, "PYTHONPATH": os.pathsep.join([str(before.resolve()),
                                                          env["PYTHONPATH"]]),
-                   "MYTHLOOP_DATA_ROOT": env.get("MYTHLOOP_DATA_ROOT", str(REPO))}
+                   "MYTHLOOP_DATA_ROOT": env.get("MYTHLOOP_DATA_ROOT", str(REPO)),
+                   "MYTHLOOP_STATE_DIR": str(tmp / "state-before"),
+                   "PREFECT_HOME": str(tmp / "state-before" / "prefect")}
             for name, args in _cases(tmp).items():
                 runs[f"before: {name}"] = [sys.executable, "-m", "mythloop_app", *args]
                 envs[f"before: {name}"] = old
