@@ -138,14 +138,15 @@ def _cron_field_problem(field: str, index: int) -> str | None:
     return None
 
 
-def cron_problem(cron: str, timezone: str) -> str | None:
-    """Why the cron expression or the IANA timezone is not valid (None: both are).
+def cron_problem(cron: str | None, timezone: str | None) -> str | None:
+    """Why the cron expression or the IANA timezone is not valid (None: both are; a None
+    argument is not checked).
 
     A local check, so a bad schedule costs one line before any server is asked; what passes
     it is checked again by Prefect's own schedule model when the deployment is built."""
-    fields = cron.split()
+    fields = (cron or "").split()
     why = None
-    if cron.strip().lower() not in _CRON_ALIASES:
+    if cron is not None and cron.strip().lower() not in _CRON_ALIASES:
         if len(fields) not in (5, 6):
             why = f"it has {len(fields)} fields, not 5"
         else:
@@ -155,6 +156,8 @@ def cron_problem(cron: str, timezone: str) -> str | None:
         return (f"cron {cron!r} is not a valid cron expression ({why}; five fields: minute "
                 "hour day-of-month month day-of-week, e.g. '0 2 * * *'); fix --cron "
                 "(or MYTHLOOP_SCHEDULE_CRON)")
+    if timezone is None:
+        return None
     try:
         if not timezone or timezone != timezone.strip():
             raise ValueError(timezone)

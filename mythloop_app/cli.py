@@ -2,8 +2,9 @@
 
 Each area of the project registers its own commands from
 `mythloop_app/commands/<area>.py` (a `register(app)` function), so this file stays
-small. Heavy imports (torch, Prefect, manim) happen inside the command bodies,
-which keeps `mythloop --help` fast.
+small. Heavy imports (torch, Prefect, manim, pydantic_settings) happen inside the command
+bodies, which keeps `mythloop --help` and the answers to bad input fast (under a second; see
+bench/startup.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib
 
 import typer
 
-from mythloop.state import prepare_environment
+from mythloop_app.commands.runtime import prepare_state
 
 app = typer.Typer(
     name="mythloop",
@@ -43,9 +44,16 @@ for _name in _COMMAND_MODULES:
     importlib.import_module(f"mythloop_app.commands.{_name}").register(app)
 
 
+# Commands that check their input first and prepare the state folder after (through
+# `prepare_state`, which `flow_runtime` calls too): bad input is answered before the settings
+# (pydantic_settings, ~0.2-0.5 s) are loaded, and leaves no `.mythloop` folder behind.
+_CHECK_FIRST = frozenset({"sweep", "film", "serve", "verify"})
+
+
 @app.callback()
-def _main_callback() -> None:
-    prepare_environment()
+def _main_callback(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand not in _CHECK_FIRST:
+        prepare_state()
 
 
 def main() -> None:

@@ -60,6 +60,7 @@ def film(
     Prints the run dir (artifacts, raw model traces, manifest.json, mythos_scene.py) and
     the video path.
     """
+    _check_given(prompt, backend, runs_dir, resume)
     from pydantic import ValidationError
 
     try:
@@ -107,6 +108,26 @@ def film(
 
 _LABELS = {"prompt": "the prompt", "quality": "-q/--quality", "backend": "--backend",
            "fallbacks": "--fallback", "stage_timeout": "--timeout"}
+
+
+def _check_given(prompt: str, backend: str, runs_dir: Path | None, resume: Path | None) -> None:
+    """The runs dir and the replay recording as given, checked before the film's modules
+    (its pydantic models, the settings) load: bad input is answered in well under a second.
+    `_check_before_prefect` checks them again on the validated request (and the defaults)."""
+    from mythloop.checks import dir_problem, replay_problem
+
+    problem = None
+    if runs_dir is not None:
+        problem = dir_problem(runs_dir, "runs dir") or dir_problem(runs_dir / "mythos",
+                                                                   "runs dir")
+        if problem:
+            problem += "; pass another --runs-dir (or M2M_RUNS_DIR)"
+    topic = prompt.replace("\ufeff", "").strip()  # as FilmRequest cleans it
+    if not problem and backend == "replay" and resume is None and 0 < len(topic) <= 2000:
+        problem = replay_problem(topic)
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
 
 
 def _check_before_prefect(request) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -10,11 +11,31 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS"]
+__all__ = ["flow_runtime", "ui_hint", "resume_command", "stop_signals", "STOP_SIGNALS",
+           "prepare_state"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and kill / systemd / docker stop
 
 _TEMPORARY_APIS: set[str] = set()  # API URLs of the temporary servers this process ran
+
+
+def prepare_state() -> None:
+    """Point Prefect and the caches at the state folder (`mythloop.state`), once per process.
+
+    The CLI calls it before a command runs, or, for the commands that check their input
+    first (cli._CHECK_FIRST), after those checks: `flow_runtime` and `mythloop server` call it.
+    """
+    if _PREPARED:
+        return
+    # Here, not at the top: mythloop.settings loads pydantic_settings, kept off the start-up
+    # path so that bad input is answered in well under a second.
+    from mythloop.state import prepare_environment  # noqa: PLC0415
+
+    prepare_environment()
+    _PREPARED.append(True)
+
+
+_PREPARED: list[bool] = []
 
 
 @contextlib.contextmanager
@@ -40,6 +61,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     """
     from mythloop_app.discovery import local_server_url
 
+    prepare_state()
     if not os.environ.get("PREFECT_API_URL"):
         local = local_server_url()
         if local:  # set before Prefect reads its settings; child processes inherit it
@@ -100,7 +122,20 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                                      resume=None if stopped else (lambda: _resume_text(resume)))
                 stack.callback(watch.stop)  # runs before the server is drained and stopped
                 watch.start(PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"))
-                yield
+                if watch.api_url and not verbose:
+                    stack.callback(_hold_back_api_loss(watch))
+                    # Prefect's log shipper writes "--- Error logging to API ---" and the
+                    # error straight to stderr when the API fails, if this is set; the
+                    # watch's one line says it instead (--verbose keeps them).
+                    stack.callback(setattr, logging, "raiseExceptions", logging.raiseExceptions)
+                    logging.raiseExceptions = False
+                try:
+                    yield
+                except (KeyboardInterrupt, _termination_signal(), typer.Exit):
+                    raise
+                except Exception:
+                    watch.gone_now()  # the API went away under the flow: one line, exit 3
+                    raise
             except (KeyboardInterrupt, _termination_signal()):
                 # The flow engine has reported the runs under way as Crashed by now.
                 state["interrupted"] = True
@@ -132,8 +167,38 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
 
 SERVER_GONE_EXIT = 3  # the Prefect API went away mid-run (1: the run failed, 2: bad input)
 _WATCH_EVERY_S = 0.5  # how often the temporary server's process is looked at
-_HEALTH_EVERY_S = 3.0  # how often another server's /health is asked
-_HEALTH_MISSES = 6  # consecutive unanswered health checks (18-42 s) before giving up
+_PROBE_EVERY_S = 1.0  # how often another server's /ready is asked
+_PROBE_TIMEOUT_S = 4.0
+_REFUSED_MISSES = 2  # nothing listens on its port twice running: the server is gone
+_DOWN_MISSES = 3  # its database unavailable three times running (/ready: 503)
+_SILENT_S = 30.0  # no answer at all for this long: it is not coming back in time
+
+
+def _probe(api_url: str, timeout: float = _PROBE_TIMEOUT_S) -> str:
+    """How the Prefect API at `api_url` is: "ok", "refused" (nothing listens on its port),
+    "database" (the server answers but its database does not: /ready says 503) or "silent"
+    (no answer in time, or an answer that says nothing: 5xx, a broken connection)."""
+    import urllib.error
+    import urllib.request
+
+    for path in ("/ready", "/health"):  # /ready asks the database too (Prefect 3)
+        try:
+            with urllib.request.urlopen(f"{api_url}{path}", timeout=timeout) as response:
+                return "ok" if response.status == 200 else "silent"
+        except urllib.error.HTTPError as exc:
+            if exc.code == 503 and path == "/ready":
+                return "database"
+            if exc.code in (404, 405) and path == "/ready":  # a server without /ready
+                continue
+            return "silent"
+        except urllib.error.URLError as exc:
+            refused = isinstance(exc.reason, ConnectionRefusedError)
+            return "refused" if refused else "silent"
+        except ConnectionRefusedError:
+            return "refused"
+        except (OSError, ValueError):  # a timeout, a broken connection
+            return "silent"
+    return "silent"
 
 
 class _ServerWatch:
@@ -141,7 +206,13 @@ class _ServerWatch:
     temporary server killed, `mythloop server` stopped, its database down), prints one line
     saying what died and how to resume, ends this command's child processes (sandboxed
     renders included) and exits with SERVER_GONE_EXIT, instead of tracebacks and a hang
-    while Prefect's client retries."""
+    while Prefect's client retries.
+
+    Another server (PREFECT_API_URL, or `mythloop server` found through server.json) is asked
+    its /ready every second, and only when it answered when the command started (an API this
+    cannot judge, e.g. behind a login, is not watched). While it does not answer, Prefect's
+    own console warnings about the lost API are held back (`_ApiLossFilter`): the one line
+    says it."""
 
     def __init__(self, state: dict, *, verbose: bool,
                  resume: Callable[[], str] | None) -> None:
@@ -149,19 +220,47 @@ class _ServerWatch:
 
         self.state, self.verbose, self.resume = state, verbose, resume
         self.done = threading.Event()
+        self.poke = threading.Event()  # a console record suggests the API is gone: look now
         self.thread: threading.Thread | None = None
+        self.api_url: str | None = None
+        self.what = "the Prefect server"
+        self._last: tuple[float, str] = (0.0, "ok")
+        self._lock = threading.Lock()
 
     def start(self, api_url: str | None) -> None:
         import threading
 
         if not api_url:
             return
+        server = self.state.get("server")
+        if server is None or server.proc is None:
+            if _probe(api_url) != "ok":
+                return  # not an API this can judge: no watch rather than a false alarm
+            self.api_url = api_url
+            self.what = _describe_server(api_url)
         self.thread = threading.Thread(target=self._run, args=(api_url,), daemon=True,
                                        name="mythloop-server-watch")
         self.thread.start()
 
     def stop(self) -> None:
         self.done.set()
+
+    def status(self, max_age: float = 1.0) -> str:
+        """The API's state as last probed, probing again when older than `max_age` s
+        ("ok" for a temporary server, which is watched through its process)."""
+        import time
+
+        if self.api_url is None:
+            server = self.state.get("server")
+            if server is not None and server.proc is not None and server.proc.poll() is not None:
+                return "refused"
+            return "ok"
+        with self._lock:
+            at, seen = self._last
+            if time.monotonic() - at > max_age:
+                seen = _probe(self.api_url, timeout=1.0)
+                self._last = (time.monotonic(), seen)
+            return seen
 
     def _run(self, api_url: str) -> None:
         server = self.state.get("server")
@@ -174,15 +273,46 @@ class _ServerWatch:
                                f"mid-run; its log: {server.log_path}")
                     return
             return
-        from mythloop.procs import http_ok
+        import time
 
-        misses = 0
-        while not self.done.wait(_HEALTH_EVERY_S):
-            misses = 0 if http_ok(f"{api_url}/health", timeout=4.0) else misses + 1
-            if misses >= _HEALTH_MISSES and not self.done.is_set():
-                self._gone(f"the Prefect server at {api_url} stopped answering mid-run "
-                           "(stopped, or its database is down); start it again")
+        runs: dict[str, int] = {}
+        since: float | None = None  # when it last stopped answering
+        while not self.done.is_set():
+            self.poke.wait(_PROBE_EVERY_S)
+            self.poke.clear()
+            if self.done.is_set():
                 return
+            seen = _probe(api_url)
+            with self._lock:
+                self._last = (time.monotonic(), seen)
+            runs = {seen: runs.get(seen, 0) + 1}
+            since = None if seen == "ok" else (since or time.monotonic())
+            if seen == "refused" and runs[seen] >= _REFUSED_MISSES:
+                self._gone(f"{self.what} stopped mid-run (nothing answers on its port); "
+                           "start it again")
+            elif seen == "database" and runs[seen] >= _DOWN_MISSES:
+                self._gone(f"the database of {self.what} went down mid-run (its /ready "
+                           f"answers 503: database not available{_database_name()}); start "
+                           "the database again")
+            elif since is not None and time.monotonic() - since >= _SILENT_S:
+                self._gone(f"{self.what} stopped answering mid-run (no answer for "
+                           f"{_SILENT_S:.0f} s); start it again")
+
+    def gone_now(self) -> bool:
+        """Called when the flow raised: if the API is down, say so (one line, exit 3) instead
+        of the traceback; False when the API is fine (the error is the flow's own)."""
+        seen = self.status(max_age=0.0)
+        if seen == "ok":
+            return False
+        if self.api_url is None:
+            return False  # the temporary server's watch says it itself
+        kind = {"refused": f"{self.what} stopped mid-run (nothing answers on its port)",
+                "database": f"the database of {self.what} went down mid-run (its /ready "
+                            f"answers 503: database not available{_database_name()})"}
+        self._gone(kind.get(seen, f"{self.what} stopped answering mid-run")
+                   + ("; start the database again" if seen == "database" else
+                      "; start it again"))
+        return True
 
     def _gone(self, what: str) -> None:
         if self.done.is_set() or self.state.get("interrupted"):
@@ -204,6 +334,63 @@ class _ServerWatch:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(SERVER_GONE_EXIT)
+
+
+def _describe_server(api_url: str) -> str:
+    """How the one line names another server: this folder's `mythloop server`, or the URL."""
+    from mythloop_app.discovery import read_server_file
+
+    with contextlib.suppress(Exception):
+        info = read_server_file()
+        if info and info.get("api_url") == api_url:
+            return f"`mythloop server` (pid {info['pid']}, {api_url})"
+    return f"the Prefect server at {api_url}"
+
+
+DATABASE_ENV = "MYTHLOOP_PREFECT_DATABASE"
+"""Names the Prefect server's database for the server-death line ("PostgreSQL on HOST:PORT");
+the scale-out stack sets it for the commands it runs (the API hides its connection URL)."""
+
+
+def _database_name() -> str:
+    """The database named for the one line when this process can tell: DATABASE_ENV, or the
+    server's connection URL when its environment carries one."""
+    from urllib.parse import urlsplit
+
+    if os.environ.get(DATABASE_ENV):
+        return f": {os.environ[DATABASE_ENV]}"
+    for name in ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL"):
+        url = os.environ.get(name)
+        if url:
+            with contextlib.suppress(ValueError):
+                parts = urlsplit(url)
+                kind = "PostgreSQL" if parts.scheme.startswith("postgres") else parts.scheme
+                where = f" on {parts.hostname}:{parts.port}" if parts.hostname else ""
+                return f": {kind}{where}"
+    return ""
+
+
+class _ApiLossFilter:
+    """Console filter while another server is watched: a warning or error from Prefect while
+    its API does not answer is held back (the watch's one line says it) and wakes the watch."""
+
+    def __init__(self, watch: _ServerWatch) -> None:
+        self.watch = watch
+
+    def filter(self, record) -> bool:
+        if record.levelno < 30 or not record.name.startswith("prefect"):
+            return True
+        if self.watch.api_url is None or self.watch.done.is_set():
+            return True
+        if self.watch.status() == "ok":
+            return True
+        self.watch.poke.set()
+        return False
+
+
+def _hold_back_api_loss(watch: _ServerWatch):
+    """Add `_ApiLossFilter` to every console handler; returns the function that removes it."""
+    return _add_console_filter(_ApiLossFilter(watch))
 
 
 def _resume_text(resume: str | Callable[[], str] | None) -> str:
@@ -234,9 +421,13 @@ class _NoTerminationCrash:
 
 def _hide_termination_crash_lines():
     """Add the filter to every console handler; returns the function that removes it."""
+    return _add_console_filter(_NoTerminationCrash())
+
+
+def _add_console_filter(flt):
+    """Add `flt` to every console handler; returns the function that removes it."""
     import logging
 
-    flt = _NoTerminationCrash()
     handlers = [h for logger in [logging.getLogger(), *(
         lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger))]
         for h in logger.handlers

@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 
 import typer
 
-from mythloop import procs
-from mythloop.fileio import write_json_atomic
-from mythloop_app.discovery import api_ok, local_server_url, read_server_file, server_file
+from mythloop_app.commands.runtime import prepare_state
+
+# mythloop.procs (psutil), mythloop.fileio (pydantic) and mythloop_app.discovery (procs) are
+# imported inside the functions that use them, so that `mythloop serve --cron BAD` is answered
+# before they load (the CLI imports this module at start-up).
 
 __all__ = ["register"]
 
@@ -81,6 +83,9 @@ def server(
     CLI needs the `export PREFECT_API_URL=...` line it prints.
     """
     existing = os.environ.get("PREFECT_API_URL")
+    from mythloop import procs  # noqa: PLC0415  (psutil: off the start-up path)
+    from mythloop_app.discovery import api_ok, read_server_file  # noqa: PLC0415  (the same)
+
     if existing:
         typer.echo(f"PREFECT_API_URL is set ({existing}): mythloop uses that server; not "
                    "starting another. Unset PREFECT_API_URL to start a local one.")
@@ -99,7 +104,10 @@ def server(
 
 
 def _run_server(host: str, port: int, startup_timeout: float) -> int:
+    from mythloop import procs  # noqa: PLC0415  (psutil: off the start-up path)
+    from mythloop.fileio import write_json_atomic  # noqa: PLC0415  (pydantic: the same)
     from mythloop.settings import get_settings
+    from mythloop_app.discovery import read_server_file, server_file  # noqa: PLC0415
 
     settings = get_settings()
     settings.prefect_home.mkdir(parents=True, exist_ok=True)
@@ -173,12 +181,17 @@ def serve(
     schedule or the UI's Run form start. Film runs and sweep results are also served
     read-only over HTTP on loopback, so a film's link in the UI opens in the browser.
     """
-    from mythloop.settings import get_settings
-
-    settings = get_settings()
     from mythloop.checks import cron_problem
 
-    problem = cron_problem(cron or settings.schedule_cron, timezone or settings.timezone)
+    problem = cron_problem(cron, timezone)  # the values given: before the settings load
+    if not problem:
+        # Here, not at the top: pydantic_settings stays off the start-up path (bad input above
+        # is answered in well under a second).
+        from mythloop.settings import get_settings  # noqa: PLC0415
+
+        settings = get_settings()
+        prepare_state()
+        problem = cron_problem(cron or settings.schedule_cron, timezone or settings.timezone)
     if problem:  # checked here, before looking for (or waiting on) a server
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
@@ -221,6 +234,7 @@ def _start_preview(api_url: str, port: int | None):
         return None
     from urllib.parse import urlsplit
 
+    from mythloop import procs  # noqa: PLC0415  (psutil: off the start-up path)
     from mythloop.preview import PreviewServer
 
     ui_port = urlsplit(api_url).port or 4200
@@ -242,6 +256,8 @@ def _start_preview(api_url: str, port: int | None):
 
 def _find_server(wait: float) -> str | None:
     """PREFECT_API_URL or this folder's `mythloop server`, once it answers (up to `wait` s)."""
+    from mythloop_app.discovery import api_ok, local_server_url  # noqa: PLC0415  (psutil)
+
     deadline = time.monotonic() + wait
     while True:
         given = os.environ.get("PREFECT_API_URL")

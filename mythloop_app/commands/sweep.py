@@ -82,6 +82,12 @@ def sweep(
     Writes per-round JSONL, turn logs, raw model texts, metrics.json, report.md and plots
     into the results dir, and prints where the report is.
     """
+    if results_dir is not None:  # the folder given: answered before the sweep modules load
+        from mythloop.checks import dir_problem
+
+        problem = dir_problem(results_dir, "results dir")
+        if problem:  # e.g. under /proc, or under a file
+            _fail(f"{problem}; pass another --results-dir")
     levels, names = _split_extras(noise, ctx.args)
     chosen = _conditions(conditions, names)
     if len(levels) > 1 and judge != "simulated":

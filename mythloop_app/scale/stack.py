@@ -33,6 +33,7 @@ from mythloop.procs import (
     wait_until,
 )
 from mythloop.settings import get_settings
+from mythloop_app.commands.runtime import DATABASE_ENV
 from mythloop_app.scale import api
 from mythloop_app.scale.postgres import LocalPostgres
 
@@ -101,10 +102,12 @@ class ScaleStack:
         return env
 
     def client_env(self) -> dict[str, str]:
-        """For processes that talk to the API (workers, driver commands)."""
+        """For processes that talk to the API (workers, driver commands, the CLI)."""
+        database = ({DATABASE_ENV: f"PostgreSQL on {self.postgres.host}:{self.postgres.port}"}
+                    if self.postgres else {})  # named by the CLI's line if it goes down
         return self.env(PREFECT_API_URL=self.api_url,
                         PREFECT_WORKER_QUERY_SECONDS=str(self.worker_poll_s),
-                        PREFECT_WORKER_PREFETCH_SECONDS=str(self.worker_poll_s))
+                        PREFECT_WORKER_PREFETCH_SECONDS=str(self.worker_poll_s), **database)
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> ScaleStack:
