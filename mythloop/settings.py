@@ -12,170 +12,27 @@ profile or stores unless a setting points there.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+if TYPE_CHECKING:
+    from mythloop.settings_model import Settings
 
 __all__ = ["Settings", "get_settings"]
 
-
-def _env(name: str, *aliases: str) -> AliasChoices:
-    """Accept ``MYTHLOOP_<NAME>`` first, then the seeds' names."""
-    return AliasChoices(f"MYTHLOOP_{name}", *aliases)
-
-
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
-
-    # --- where things live -------------------------------------------------
-    state_dir: Path = Field(Path(".mythloop"), validation_alias=_env("STATE_DIR"))
-    """Project-local state folder: Prefect home, caches, stores, runs."""
-
-    store_path: Path | None = Field(None, validation_alias=_env("STORE", "MEGA_TRON_STORE"))
-    """SQLite verdict store used by `mythloop route` (default: <state_dir>/store.db)."""
-
-    verdict_embeddings: Path | None = Field(
-        None, validation_alias=_env("VERDICT_EMBEDDINGS", "MEGA_TRON_VERDICT_EMBEDDINGS")
-    )
-    """Verdict-reason embeddings file (default: next to the store, verdicts.npz)."""
-
-    runs_dir: Path | None = Field(None, validation_alias=_env("RUNS_DIR", "M2M_RUNS_DIR"))
-    """Film runs root; a film lands in <runs_dir>/mythos/<stamp>-<slug>/ (default: <state_dir>/runs)."""
-
-    results_dir: Path | None = Field(None, validation_alias=_env("RESULTS_DIR"))
-    """Sweep results root (default: <state_dir>/results)."""
-
-    # --- router --------------------------------------------------------------
-    eval_blend: bool = Field(True, validation_alias=_env("EVAL_BLEND", "MEGA_EVAL_BLEND"))
-    """Blend verdicts into the ranking (C3). False gives pure semantic similarity (C0)."""
-
-    embedder_model: str = Field("", validation_alias=_env("EMBEDDER_MODEL", "MEGA_EMBEDDER_MODEL"))
-    """Sentence-transformers model path or name; empty = the bundled all-MiniLM-L6-v2."""
-
-    w_count: float = Field(0.10, validation_alias=_env("W_COUNT"))
-    w_context: float = Field(0.15, validation_alias=_env("W_CONTEXT"))
-    w_harm: float = Field(1.5, validation_alias=_env("W_HARM"))
-    w_related: float = Field(0.10, validation_alias=_env("W_RELATED"))
-    related_k: int = Field(40, validation_alias=_env("RELATED_K"))
-    """How many verdict-reason embeddings nearest the query feed the `related` term."""
-    # C4 (the agreement rule) also matches a new prompt against more past prompts, and adds
-    # a lexical signal (docs/blend.md, "C4 on a public benchmark"); C3 keeps the reference blend.
-    c4_w_context: float = Field(0.5, validation_alias=_env("C4_W_CONTEXT"))
-    """C4: weight of the context terms."""
-    c4_context_k: int = Field(10, validation_alias=_env("C4_CONTEXT_K"))
-    """C4: only the k kept past prompts nearest the query (over all skills) feed the context
-    terms (0: all). C3 matches each skill's 3 newest per polarity."""
-    c4_w_lexical: float = Field(0.2, validation_alias=_env("C4_W_LEXICAL"))
-    """C4: weight of the lexical signal (BM25 over name + description, best skill = 1)."""
-
-    abstain_threshold: float = Field(0.45, validation_alias=_env("ABSTAIN_THRESHOLD"))
-    """A null prompt abstains when its top score is under this."""
-
-    # --- model backends -----------------------------------------------------
-    backend: str = Field("offline", validation_alias=_env("BACKEND"))
-    """Default film backend: offline, replay, claude, gemini, codex, openai."""
-
-    command: str | None = Field(None, validation_alias=_env("COMMAND", "M2M_COMMAND"))
-    """Executable for the CLI backend (overrides the backend's default binary)."""
-
-    model: str | None = Field(None, validation_alias=_env("MODEL", "M2M_MODEL"))
-    """Model name passed to the backend (each backend has its own default)."""
-
-    model_fallbacks: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias=_env("MODEL_FALLBACKS", "M2M_MODEL_FALLBACKS")
-    )
-    """Comma-separated fallback ladder for model-specific failures."""
-
-    timeout: float = Field(300.0, validation_alias=_env("TIMEOUT", "M2M_TIMEOUT"))
-    """Seconds allowed for one model call."""
-
-    render_timeout: float = Field(
-        1800.0, validation_alias=_env("RENDER_TIMEOUT", "M2M_RENDER_TIMEOUT")
-    )
-    """Seconds allowed for one render, separate from the model-call timeout."""
-
-    manim: str | None = Field(None, validation_alias=_env("MANIM", "M2M_MANIM"))
-    """Override for the manim executable (default: this interpreter's `-m manim`)."""
-
-    openai_base_url: str = Field(
-        "http://127.0.0.1:8000/v1", validation_alias=_env("OPENAI_BASE_URL", "OPENAI_BASE_URL")
-    )
-    openai_api_key: str | None = Field(
-        None, validation_alias=_env("OPENAI_API_KEY", "OPENAI_API_KEY")
-    )
-
-    # --- orchestration -------------------------------------------------------
-    task_retries: int = Field(2, validation_alias=_env("TASK_RETRIES"))
-    """Prefect retries for a task that hit a retriable backend error."""
-
-    retry_delay_seconds: float = Field(2.0, validation_alias=_env("RETRY_DELAY_SECONDS"))
-    turn_timeout: float = Field(300.0, validation_alias=_env("TURN_TIMEOUT"))
-    """Seconds allowed for one learning turn of a sweep (the seed used 300)."""
-
-    llm_concurrency: int = Field(4, validation_alias=_env("LLM_CONCURRENCY"))
-    """Size of the global concurrency limit on tag `llm` created by `mythloop serve`."""
-
-    regression_notify_block: str | None = Field(
-        None, validation_alias=_env("REGRESSION_NOTIFY_BLOCK"))
-    """A Prefect notification block (`<block type slug>/<block name>`, e.g.
-    `slack-webhook/nightly`) the regression automation of `mythloop serve` sends through."""
-
-    schedule_cron: str = Field("0 2 * * *", validation_alias=_env("SCHEDULE_CRON"))
-    timezone: str = Field("UTC", validation_alias=_env("TIMEZONE"))
-    nightly_noise_levels: Annotated[list[float], NoDecode] = Field(
-        default_factory=list, validation_alias=_env("NIGHTLY_NOISE_LEVELS"))
-    """Noise levels of the nightly sweep, comma-separated (`0,0.1,0.2,0.3,0.4`): two or more
-    run a noise study (one sweep per level and a noise curve); empty runs one sweep."""
-
-    @field_validator("nightly_noise_levels", mode="before")
-    @classmethod
-    def _split_levels(cls, value):
-        if isinstance(value, str):
-            return [float(part) for part in value.replace(",", " ").split()]
-        return value
-
-    @field_validator("model_fallbacks", mode="before")
-    @classmethod
-    def _split_fallbacks(cls, value):
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    # --- derived paths --------------------------------------------------------
-    @property
-    def state_root(self) -> Path:
-        return self.state_dir.expanduser().resolve()
-
-    @property
-    def prefect_home(self) -> Path:
-        return self.state_root / "prefect"
-
-    @property
-    def cache_dir(self) -> Path:
-        return self.state_root / "cache"
-
-    @property
-    def resolved_store_path(self) -> Path:
-        return (self.store_path or self.state_root / "store.db").expanduser().resolve()
-
-    @property
-    def resolved_verdict_embeddings(self) -> Path:
-        if self.verdict_embeddings:
-            return self.verdict_embeddings.expanduser().resolve()
-        return self.resolved_store_path.with_name("verdicts.npz")
-
-    @property
-    def resolved_runs_dir(self) -> Path:
-        return (self.runs_dir or self.state_root / "runs").expanduser().resolve()
-
-    @property
-    def resolved_results_dir(self) -> Path:
-        return (self.results_dir or self.state_root / "results").expanduser().resolve()
+# The model (and pydantic_settings, ~0.3 s to import) loads on the first get_settings() call:
+# modules that only hold get_settings (the sweep's config, the film request, whose defaults
+# the CLI shows) keep it off the CLI's start-up, so bad input is answered before it loads.
+_MODEL = "mythloop.settings_model"
 
 
-def get_settings(**overrides) -> Settings:
+def get_settings(**overrides: Any) -> Settings:
     """Read settings from the environment now (cheap; never cached, so tests can
     change the environment between calls)."""
-    return Settings(**overrides)
+    return importlib.import_module(_MODEL).Settings(**overrides)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Settings":
+        return importlib.import_module(_MODEL).Settings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
