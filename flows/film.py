@@ -5,7 +5,7 @@ Every step is its own task run, named after the step (`intent` ... `scene-compos
 `stitch`), with its own retries and timeout, so the Prefect UI shows each stage, scene,
 retry and timeout by name. Scenes render concurrently (at most `render_workers` at once),
 each in the render sandbox; a failing scene is repaired alone and a rerun renders only
-the scenes whose code changed or failed (the scene cache in mythloop.mythos.scenes).
+the scenes whose code changed or failed (the scene cache in mythloop.mythos.scene_cache).
 """
 
 from __future__ import annotations

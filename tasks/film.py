@@ -60,7 +60,7 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     from pathlib import Path
 
     from mythloop.mythos.render import render_scene
-    from mythloop.mythos.scenes import SceneCache
+    from mythloop.mythos.scene_cache import SceneCache
 
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
@@ -98,8 +98,7 @@ def repair(session: FilmSession, index: int, name: str, attempt: int, header: st
 @mythloop_task(name="stitch", retries=0)
 def stitch(videos: list[str], target: str) -> StitchResult:
     """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
-    from mythloop.mythos.avmux import duration_of
-    from mythloop.mythos.scenes import concat_videos
+    from mythloop.mythos.avmux import concat_videos, duration_of
 
     concat_videos(videos, target)
     return StitchResult(video_path=target, duration=round(duration_of(target), 3))

@@ -111,7 +111,7 @@ def _cues(srt: str) -> list[tuple[float, float, str]]:
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 def test_cues_and_voice_lie_inside_their_scene_and_a_long_one_holds_its_picture(tmp_path):
-    from mythloop.mythos.scenes import concat_videos
+    from mythloop.mythos.avmux import concat_videos
 
     one = _clip(tmp_path / "one.mp4", 2.0, fade_at=1.5)
     two = _clip(tmp_path / "two.mp4", 3.0)

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 
 from mythloop.llm.replay import write_cassette
-from mythloop.mythos.avmux import duration_of
+from mythloop.mythos.avmux import concat_videos, duration_of
 from mythloop.mythos.offline import offline_response
 from mythloop.mythos.prompts import stage_prompt
 from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.scenes import (
-    concat_videos,
     join_film,
     scene_cache_key,
     scene_file_text,

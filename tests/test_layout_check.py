@@ -83,7 +83,7 @@ def test_sandboxed_render_reports_layout_findings(tmp_path):
 def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scenes import SceneCache
+    from mythloop.mythos.scene_cache import SceneCache
 
     record = {"pixel_height": 480, "probe_version": 2, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
               "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
@@ -141,7 +141,7 @@ def test_findings_from_synthetic_records_need_the_camera_still():
 def test_a_record_from_an_older_probe_is_not_judged_on_a_cache_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scenes import SceneCache
+    from mythloop.mythos.scene_cache import SceneCache
 
     (tmp_path / "layout.json").write_text(json.dumps({"pixel_height": 480, "snapshots": []}))
     (tmp_path / "v.mp4").write_bytes(b"video")

@@ -136,8 +136,7 @@ def test_cli_renders_every_scene_and_one_with_scene(tmp_path):
 def test_a_still_scene_becomes_a_clip_the_film_can_stitch(corpus_renders, tmp_path):
     """In a film, a still scene's PNG is held as a short clip (tasks/film.py) and stitched
     with the animated scenes like any other scene video."""
-    from mythloop.mythos.avmux import duration_of, still_clip
-    from mythloop.mythos.scenes import concat_videos
+    from mythloop.mythos.avmux import concat_videos, duration_of, still_clip
     from mythloop_tasks.film import STILL_SCENE_S
 
     result = corpus_renders["text_group_scenes"][0]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mythloop.mythos.avmux import (
+    concat_videos,
     duration_of,
     hold_last_frame,
     last_picture_time,
@@ -87,8 +88,6 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     `scenes` are the film's scenes in order, each with `label`, `video` and `duration`.
     Returns what the manifest records: the subtitle files, cues, voice clips and timings.
     """
-    from mythloop.mythos.scenes import concat_videos
-
     film = Path(film)
     work = film.parent / "voice"
     clips: list[Path | None] = [None] * len(scenes)
