@@ -5,7 +5,7 @@ Every step is its own task run, named after the step (`intent` ... `scene-compos
 `stitch`), with its own retries and timeout, so the Prefect UI shows each stage, scene,
 retry and timeout by name. Scenes render concurrently (at most `render_workers` at once),
 each in the render sandbox; a failing scene is repaired alone and a rerun renders only
-the scenes whose code changed or failed (the scene cache in mythloop.mythos.scene_cache).
+the scenes whose code changed or failed (the scene cache in mythloop.mythos.sandbox.scene_cache).
 """
 
 from __future__ import annotations
@@ -30,10 +30,18 @@ from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
 from mythloop.fileio import write_text_atomic
-from mythloop.mythos.avmux import duration_of
-from mythloop.mythos.filmmedia import scene_narrations
-from mythloop.mythos.layout import Finding, format_findings
+from mythloop.mythos.code.scenes import (
+    SceneUnit,
+    join_film,
+    scene_cache_key,
+    scene_file_text,
+    scene_narration,
+)
+from mythloop.mythos.media.avmux import duration_of
+from mythloop.mythos.media.filmmedia import scene_narrations
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
+from mythloop.mythos.plan.request import FilmRequest
+from mythloop.mythos.plan.stages import STAGES
 from mythloop.mythos.records import (
     CodegenResult,
     FailedScene,
@@ -43,16 +51,8 @@ from mythloop.mythos.records import (
     StageOutcome,
     StaticCheck,
 )
-from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
-from mythloop.mythos.scenes import (
-    SceneUnit,
-    join_film,
-    scene_cache_key,
-    scene_file_text,
-    scene_narration,
-)
-from mythloop.mythos.stages import STAGES
+from mythloop.mythos.sandbox.layout import Finding, format_findings
 from mythloop.preview import preview_url_for
 from mythloop_tasks import film as steps
 from mythloop_tasks.common import say
@@ -510,7 +510,7 @@ def _watch_lines(data, video_url: str | None, poster_url: str | None) -> list[st
     """The poster (an inline image: Prefect's markdown shows data: images whatever serves
     the run files), links to the film and its subtitles, the layout findings per scene with
     their time, and any scene kept after a failed repair."""
-    from mythloop.mythos.avmux import thumbnail_data_url
+    from mythloop.mythos.media.avmux import thumbnail_data_url
 
     lines: list[str] = []
     if data.video_path and data.poster and Path(data.poster).is_file():

@@ -47,7 +47,7 @@ def codegen(session: FilmSession, dossier: dict, basis: str) -> CodegenResult:
 @mythloop_task(name="verify", retries=0)
 def verify(code: str, prompt: str) -> VerifyResult:
     """Static check of the untrusted scene code (`mythloop verify`)."""
-    from mythloop.mythos.verify import verify_scene
+    from mythloop.mythos.sandbox.verify import verify_scene
 
     return verify_scene(code, prompt)
 
@@ -59,8 +59,8 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     unchanged, else a sandboxed render whose video then enters the scene cache."""
     from pathlib import Path
 
-    from mythloop.mythos.render import render_scene
-    from mythloop.mythos.scene_cache import SceneCache
+    from mythloop.mythos.sandbox.render import render_scene
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
 
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
@@ -75,7 +75,7 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     if rendered.ok and not rendered.video_path and rendered.image_path:
         # a still scene (nothing played): its PNG becomes a held frame the film can stitch
         # (and hold longer for its narration, like any scene's last frame)
-        from mythloop.mythos.avmux import still_clip
+        from mythloop.mythos.media.avmux import still_clip
 
         image = Path(rendered.image_path)
         clip = still_clip(image, STILL_SCENE_S, image.with_suffix(".mp4"),
@@ -98,7 +98,7 @@ def repair(session: FilmSession, index: int, name: str, attempt: int, header: st
 @mythloop_task(name="stitch", retries=0)
 def stitch(videos: list[str], target: str) -> StitchResult:
     """Concatenate the scene videos in plan order (ffmpeg concat demuxer, no re-encode)."""
-    from mythloop.mythos.avmux import concat_videos, duration_of
+    from mythloop.mythos.media.avmux import concat_videos, duration_of
 
     concat_videos(videos, target)
     return StitchResult(video_path=target, duration=round(duration_of(target), 3))
@@ -111,8 +111,8 @@ def finish_media(film: str, scenes: list[dict], narration: list[list[str]],
     then a poster frame from the middle of the film."""
     from pathlib import Path
 
-    from mythloop.mythos.avmux import poster_frame
-    from mythloop.mythos.filmmedia import finish_film
+    from mythloop.mythos.media.avmux import poster_frame
+    from mythloop.mythos.media.filmmedia import finish_film
 
     done = finish_film(Path(film), scenes, narration, voice=voice, burn=burn)
     poster = str(poster_frame(Path(film), Path(film).with_name("poster.png")))

@@ -117,7 +117,8 @@ def test_judges_and_film_backends_are_registered_backends():
 
 
 def test_vocabularies_are_defined_once_and_used_by_cli_config_and_forms(tmp_path):
-    from mythloop.mythos import render, request
+    from mythloop.mythos.plan import request
+    from mythloop.mythos.sandbox import render
     from mythloop.sweep import config
 
     assert JUDGES == get_args(Judge) and FILM_BACKENDS == get_args(FilmBackend)
@@ -149,7 +150,7 @@ def test_importing_llm_is_cheap_and_never_imports_mythos():
         get_backend('replay', topic='the heat equation')
         assert 'mythloop.mythos' not in sys.modules
         reply = get_backend('offline').complete('a film about waves', key='intent')
-        assert 'mythloop.mythos.offline' in sys.modules
+        assert 'mythloop.mythos.standins.offline' in sys.modules
         assert (reply.backend, reply.model, reply.simulated) == ('offline', 'offline-stand-in', False)
         assert '"offline": true' in reply.text
         print("ok")

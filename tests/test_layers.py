@@ -47,7 +47,7 @@ def test_the_import_contracts_hold(repo_root):
 @pytest.mark.parametrize(("module", "line", "broken"), [
     ("mythloop/router/ranker.py", "import prefect  # breach", "imports neither Prefect"),
     ("mythloop/sweep/condition.py", "import typer  # breach", "imports neither Prefect"),
-    ("mythloop/mythos/scenes.py", "import mythloop_tasks.film  # breach", "Layers"),
+    ("mythloop/mythos/code/scenes.py", "import mythloop_tasks.film  # breach", "Layers"),
     ("mythloop_tasks/sweep.py", "import mythloop_flows.feedback_loop  # breach", "Layers"),
     ("mythloop_flows/film.py", "import mythloop_app.cli  # breach", "Layers"),
     ("mythloop/skills/catalog.py", "import mythloop.sweep  # breach", "No import cycles"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.layout import check_layout, format_findings, probe_scene
+from mythloop.mythos.sandbox.layout import check_layout, format_findings, probe_scene
 
 SCENES = Path(__file__).parent / "scenes" / "layout_scenes.py"
 
@@ -67,7 +67,7 @@ def test_quality_changes_what_is_readable():
 
 def test_sandboxed_render_reports_layout_findings(tmp_path):
     """The probe runs inside the render sandbox; findings come back with the result."""
-    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.sandbox.render import render_scene
 
     bad = render_scene(SCENES, scene="OffFrame", quality="l", out_dir=tmp_path / "bad",
                        timeout=240, layout=True)
@@ -83,7 +83,7 @@ def test_sandboxed_render_reports_layout_findings(tmp_path):
 def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scene_cache import SceneCache
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
 
     record = {"pixel_height": 480, "probe_version": 2, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
               "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
@@ -141,7 +141,7 @@ def test_findings_from_synthetic_records_need_the_camera_still():
 def test_a_record_from_an_older_probe_is_not_judged_on_a_cache_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scene_cache import SceneCache
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
 
     (tmp_path / "layout.json").write_text(json.dumps({"pixel_height": 480, "snapshots": []}))
     (tmp_path / "v.mp4").write_bytes(b"video")

@@ -6,7 +6,7 @@
 
 Backends: gemini, claude, codex (vendor CLIs), openai (chat-completions HTTP),
 simulated / oracle (judges for sweeps), replay (cassettes), offline (stand-ins; the class is
-registered in mythloop.mythos.offline). Each backend class registers itself with
+registered in mythloop.mythos.standins.offline). Each backend class registers itself with
 `@register_backend(name)` (mythloop.llm.registry); `backend_names()` lists them.
 """
 

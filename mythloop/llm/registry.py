@@ -9,7 +9,7 @@
 The modules that define backends are imported on first lookup (so `import mythloop.llm` stays
 cheap), in the order of `BACKEND_MODULES`, and only as far as needed to find the name asked for:
 `get_backend("simulated")` never imports `mythloop.mythos`. Backends that live outside
-`mythloop.llm` (the film's offline stand-ins in `mythloop.mythos.offline`) register themselves
+`mythloop.llm` (the film's offline stand-ins in `mythloop.mythos.standins.offline`) register themselves
 from their own package; `mythloop.llm` names their module here and never imports it directly.
 """
 
@@ -30,7 +30,7 @@ BACKEND_MODULES: tuple[str, ...] = (
     "mythloop.llm.openai_backend",   # openai
     "mythloop.llm.simulated",        # simulated, oracle
     "mythloop.llm.replay",           # replay
-    "mythloop.mythos.offline",       # offline (registered from mythos; imported by name only)
+    "mythloop.mythos.standins.offline",       # offline (registered from mythos; imported by name only)
 )
 """Modules whose import registers backends, imported lazily in this order."""
 

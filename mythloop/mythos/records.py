@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mythloop.mythos.render import RenderResult
-from mythloop.mythos.verify import VerifyResult
+from mythloop.mythos.sandbox.render import RenderResult
+from mythloop.mythos.sandbox.verify import VerifyResult
 
 __all__ = [
     "CodegenResult", "FailedScene", "FilmInfo", "FilmManifest", "MediaResult", "RenderEntry",

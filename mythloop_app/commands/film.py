@@ -59,7 +59,7 @@ def film(
     """
     from pydantic import ValidationError
 
-    from mythloop.mythos.request import FilmRequest
+    from mythloop.mythos.plan.request import FilmRequest
 
     try:
         request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,
@@ -75,7 +75,7 @@ def film(
         raise typer.Exit(2) from None
     _check_before_prefect(request)
     if request.voice and request.render:
-        from mythloop.mythos.tts import TTSError, get_engine
+        from mythloop.mythos.media.tts import TTSError, get_engine
 
         try:  # before any server starts: a missing engine costs one line
             get_engine(request.voice)

@@ -13,7 +13,7 @@ import time
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, EmptyOutput
 from mythloop.llm.registry import register_backend
-from mythloop.mythos.extract import ExtractionError, extract_json_object
+from mythloop.mythos.code.extract import ExtractionError, extract_json_object
 
 __all__ = ["offline_response", "offline_artifact", "OFFLINE_SCENE_NAME", "offline_scene", "offline_repair",
            "topic_from_prompt", "OfflineBackend"]
@@ -194,7 +194,7 @@ def offline_scene(topic: str = _DEFAULT_TOPIC) -> str:
     opening = json.dumps(f"An offline rehearsal of a film about {_safe_title(topic)}.")
     return f'''from manim import *
 
-# Offline stand-in film: written by mythloop.mythos.offline, not by a model.
+# Offline stand-in film: written by mythloop.mythos.standins.offline, not by a model.
 BG = "#0c0c0b"
 INK = "#faf9f5"
 CORAL = "#d97757"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
-from mythloop.mythos.tex_policy import tex_env
+from mythloop.mythos.sandbox.tex_policy import tex_env
 
 __all__ = ["FormulaService", "serving", "cache_dir", "tex_environment", "stats"]
 
@@ -206,7 +206,7 @@ class FormulaService:
         """Compile TEX in a sandbox of its own; (svg text or None, log tail)."""
         import time
 
-        from mythloop.mythos import render as R
+        from mythloop.mythos.sandbox import render as R
 
         started = time.monotonic()
         namespaced = R._namespaces_work()

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from mythloop.fileio import copy_file_atomic, write_json_atomic
-from mythloop.mythos.layout import check_layout
-from mythloop.mythos.layout_probe import PROBE_VERSION
+from mythloop.mythos.sandbox.layout import check_layout
+from mythloop.mythos.sandbox.layout_probe import PROBE_VERSION
 from mythloop.settings import get_settings
 
 __all__ = ["SceneCache"]

@@ -16,8 +16,8 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from mythloop.mythos.extract import base_class_name
-from mythloop.mythos.safe_ast import parse
+from mythloop.mythos.code.extract import base_class_name
+from mythloop.mythos.code.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
            "scene_from_reply", "scene_cache_key", "manim_version", "FilmSplitError"]

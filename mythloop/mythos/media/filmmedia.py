@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from mythloop.mythos.avmux import (
+from mythloop.mythos.media.avmux import (
     concat_videos,
     duration_of,
     hold_last_frame,
@@ -24,7 +24,7 @@ from mythloop.mythos.avmux import (
     mux_film,
     speech_track,
 )
-from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
+from mythloop.mythos.media.subtitles import SceneNarration, cues_for_scenes, write_subtitles
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
 
@@ -94,7 +94,7 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     speech: list[float] = [0.0] * len(scenes)
     engine_name = None
     if voice:
-        from mythloop.mythos.tts import get_engine
+        from mythloop.mythos.media.tts import get_engine
 
         engine = get_engine(voice)
         engine_name = engine.name

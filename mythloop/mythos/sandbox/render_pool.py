@@ -140,7 +140,7 @@ class WarmPool:
         self.env = {**env, POOL_MARKER: self.token}
         spec = {**spec, "serve": True, "base_real": str(base),
                 "worker_file": str(_HERE / "sandbox_worker.py")}
-        from mythloop.mythos.render import _UNSHARE  # the same namespaces as a cold render
+        from mythloop.mythos.sandbox.render import _UNSHARE  # the same namespaces as a cold render
 
         self.launcher = [*_UNSHARE, "--", sys.executable, "-I", str(_HERE / "sandbox_init.py"),
                          json.dumps(spec)]
