@@ -1,7 +1,8 @@
 """Deterministic offline stand-ins for every Mythos model call (no model, no network).
 
-`OfflineBackend` puts them behind the backend interface: importing this module registers it as
-the "offline" model backend (`mythloop.llm.get_backend("offline")` imports it by name).
+`OfflineBackend` puts them behind the backend interface, as the "offline" model backend:
+`mythloop.llm.get_backend("offline")` finds it through the `mythloop.backends` entry-point group
+(pyproject.toml), and importing this module registers it too.
 """
 
 from __future__ import annotations
