@@ -140,9 +140,10 @@ def backend_class(name: str) -> type[Backend]:
         _load(until=key)
     cls = _BACKENDS.get(key)
     if cls is None:
-        hint = "" if _entry_points() else (
-            f" (the {ENTRY_POINT_GROUP} entry-point group is empty, so the offline stand-in is "
-            f"missing: install mythloop, e.g. `pip install -e .` in a checkout)")
+        own = [ep for ep in _entry_points() if getattr(ep.dist, "name", None) == "mythloop"]
+        hint = "" if own else (
+            f" (mythloop's metadata declares no {ENTRY_POINT_GROUP} entry points, so the offline "
+            f"stand-in is missing: reinstall mythloop, e.g. `pip install -e .` in a checkout)")
         raise ValueError(f"unknown model backend {name!r}; choose one of: "
                          f"{', '.join(backend_names())}{hint}")
     return cls
