@@ -6,7 +6,7 @@ Subpackages by job (each with a docstring naming its modules):
     code/      extraction from replies, the scene split, safe parsing (imports nothing here)
     sandbox/   static check, sandboxed render, layout check, scene cache, and the files that
                run inside the sandbox (standard library only, + manim) (imports code/)
-    media/     ffmpeg steps, subtitles, speech, the finished film     (imports nothing here)
+    media/     ffmpeg steps, subtitles, speech, the finished film     (not sandbox/ itself)
     standins/  the offline model stand-in and the replay cassettes    (imports plan/, code/)
 
 and at the top the film session that ties them together (pipeline.py), the typed records of a

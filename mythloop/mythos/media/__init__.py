@@ -2,5 +2,5 @@
 
 avmux.py (probe, stitch, hold, mux, poster), subtitles.py (cues, SRT/VTT), tts.py (speech
 engines), filmmedia.py (`finish_film`: narration, voice and captions of a stitched film).
-Imports nothing else from mythloop.mythos.
+Never imports mythloop.mythos.sandbox itself (an import contract).
 """
