@@ -44,7 +44,7 @@ class _RenderClock:
     """Wraps `render_scene` to note when each render starts (seconds since `reset`)."""
 
     def __init__(self) -> None:
-        import mythloop.mythos.render as render_module
+        import mythloop.mythos.sandbox.render as render_module
 
         self.module, self.original = render_module, render_module.render_scene
         self.t0, self.starts = time.perf_counter(), []
@@ -67,7 +67,7 @@ class _RenderClock:
 def _film(runs_dir: Path, clock: _RenderClock, prompt: str, render: bool = True,
           **options) -> dict:
     """One film flow run; wall seconds, the manifest, and when its renders started."""
-    from mythloop.mythos.request import FilmRequest
+    from mythloop.mythos.plan.request import FilmRequest
     from mythloop_flows.film import film
 
     request = FilmRequest(prompt=prompt, backend="replay", render=render, quality="l",
@@ -147,8 +147,8 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
     """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
     and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
     a one-formula scene each rendered both ways, alternating."""
-    import mythloop.mythos.render as render_module
-    from mythloop.mythos import render_pool
+    import mythloop.mythos.sandbox.render as render_module
+    from mythloop.mythos.sandbox import render_pool
 
     tiny = workdir / "tiny_startup.py"
     tiny.write_text(TINY_SCENE)
@@ -194,7 +194,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     repo_on_path()
     from sweep import prefect_server
 
-    from mythloop.mythos import formula_cache
+    from mythloop.mythos.sandbox import formula_cache
 
     load_before = loadavg()
     films, plain = [], []

@@ -28,7 +28,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from mythloop.mythos.layout import check_layout, scene_zooms
+from mythloop.mythos.sandbox.layout import check_layout, scene_zooms
 
 _CUE = re.compile(r"(\d\d:\d\d:\d\d,\d{3}) --> (\d\d:\d\d:\d\d,\d{3})\n(.+)")
 _BLACK = re.compile(r"black_start:([\d.]+) black_end:([\d.]+) black_duration:([\d.]+)")

@@ -6,7 +6,7 @@ Every step is its own task run, named after the step (`intent` ... `scene-compos
 retries and timeout, so the Prefect UI shows each stage, scene, retry and timeout by name.
 Scenes render side by side on Prefect's ThreadPoolTaskRunner (at most `render_workers` at
 once), each in the render sandbox; a failing scene is repaired alone and a rerun renders only
-the scenes whose code changed or failed (the scene cache in mythloop.mythos.scenes). What
+the scenes whose code changed or failed (the scene cache in mythloop.mythos.code.scenes). What
 follows each step (repair, keep the last good video, give up) is decided in
 mythloop.mythos.scene_policy, recorded by mythloop.mythos.scene_book; this module keeps the
 order of the steps.
@@ -34,12 +34,14 @@ from prefect.transactions import CommitMode, transaction
 from prefect.utilities.annotations import quote
 
 from mythloop.fileio import write_text_atomic
-from mythloop.mythos.filmmedia import scene_narrations
-from mythloop.mythos.layout import Finding, scene_zooms
+from mythloop.mythos.code.scenes import SceneUnit, scene_cache_key, scene_file_text, scene_narration
+from mythloop.mythos.media.filmmedia import scene_narrations
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
+from mythloop.mythos.plan.request import FilmRequest
+from mythloop.mythos.plan.stages import STAGES
 from mythloop.mythos.records import CodegenResult, FilmResult, StageOutcome
-from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import slugify, utc_now
+from mythloop.mythos.sandbox.layout import Finding, scene_zooms
 from mythloop.mythos.scene_book import SceneBook
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
@@ -54,8 +56,6 @@ from mythloop.mythos.scene_policy import (
     before_repair,
     last_line,
 )
-from mythloop.mythos.scenes import SceneUnit, scene_cache_key, scene_file_text, scene_narration
-from mythloop.mythos.stages import STAGES
 from mythloop.mythos.summary import film_summary
 from mythloop.preview import preview_url_for
 from mythloop.settings import get_settings

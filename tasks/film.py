@@ -13,9 +13,8 @@ from pathlib import Path
 
 from prefect.context import TaskRunContext
 
-from mythloop.mythos.avmux import duration_of, poster_frame, still_clip
-from mythloop.mythos.filmmedia import finish_film
-from mythloop.mythos.layout import PlannedZoom
+from mythloop.mythos.media.avmux import concat_videos, duration_of, poster_frame, still_clip
+from mythloop.mythos.media.filmmedia import finish_film
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
     CodegenResult,
@@ -26,9 +25,10 @@ from mythloop.mythos.records import (
     StitchResult,
     VerifyResult,
 )
-from mythloop.mythos.render import render_scene
-from mythloop.mythos.scenes import SceneCache, concat_videos
-from mythloop.mythos.verify import verify_scene
+from mythloop.mythos.sandbox.layout import PlannedZoom
+from mythloop.mythos.sandbox.render import render_scene
+from mythloop.mythos.sandbox.scene_cache import SceneCache
+from mythloop.mythos.sandbox.verify import verify_scene
 from mythloop_tasks.common import mythloop_task, run_logger_info
 
 STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold

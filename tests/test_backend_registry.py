@@ -1,4 +1,5 @@
-"""The backend registry: decorator registration, its errors, the closed vocabularies, no llm -> mythos import."""
+"""The backend registry: decorator registration, its errors, the closed vocabularies, no llm -> mythos import,
+backends found through the `mythloop.backends` entry-point group (the offline stand-in, a third party's)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import ast
 import subprocess
 import sys
 import textwrap
+import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import get_args
 
@@ -117,7 +120,8 @@ def test_judges_and_film_backends_are_registered_backends():
 
 
 def test_vocabularies_are_defined_once_and_used_by_cli_config_and_forms(tmp_path):
-    from mythloop.mythos import render, request
+    from mythloop.mythos.plan import request
+    from mythloop.mythos.sandbox import render
     from mythloop.sweep import config
 
     assert JUDGES == get_args(Judge) and FILM_BACKENDS == get_args(FilmBackend)
@@ -149,7 +153,7 @@ def test_importing_llm_is_cheap_and_never_imports_mythos():
         get_backend('replay', topic='the heat equation')
         assert 'mythloop.mythos' not in sys.modules
         reply = get_backend('offline').complete('a film about waves', key='intent')
-        assert 'mythloop.mythos.offline' in sys.modules
+        assert 'mythloop.mythos.standins.offline' in sys.modules
         assert (reply.backend, reply.model, reply.simulated) == ('offline', 'offline-stand-in', False)
         assert '"offline": true' in reply.text
         print("ok")
@@ -173,3 +177,106 @@ def test_no_llm_module_imports_mythos():
             if any(n == "mythloop.mythos" or n.startswith("mythloop.mythos.") for n in names):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(
+        n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))]
+    return {id(n.body[0].value) for n in nodes
+            if n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def test_no_llm_module_names_a_mythos_module_either():
+    """Not even as a string to import by name (the hidden llm -> mythos circle): a backend
+    outside mythloop.llm is found through the entry-point group."""
+    offenders = []
+    for path in sorted((ROOT / "mythloop" / "llm").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        offenders += [f"{path.name}:{node.lineno}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                      and id(node) not in docs and "mythloop.mythos" in node.value]
+    assert offenders == []
+
+
+def test_the_project_declares_the_offline_stand_in_in_the_entry_point_group():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    group = declared["project"]["entry-points"][registry.ENTRY_POINT_GROUP]
+    assert group == {"offline": "mythloop.mythos.standins.offline:OfflineBackend"}
+    installed = {ep.name: ep.value for ep in entry_points(group=registry.ENTRY_POINT_GROUP)}
+    assert installed.get("offline") == group["offline"], (
+        "the installed metadata lacks the entry point: reinstall (pip install -e .)")
+    assert registry.backend_class("offline").__module__ == "mythloop.mythos.standins.offline"
+
+
+_THIRD_PARTY = '''
+from mythloop.llm import Backend, Completion, register_backend
+
+
+class ThirdPartyEcho(Backend):
+    """Declared by class in the entry point: the registry registers it under the entry's name."""
+
+    default_model = "third-1"
+
+    def complete(self, prompt, *, system=None, model=None, timeout=1.0, key=None):
+        return Completion(text=prompt[::-1], model=self.model, elapsed_s=0.0, raw=prompt,
+                          backend=self.name, simulated=True)
+
+
+@register_backend("third-self")
+class SelfRegistered(ThirdPartyEcho):
+    """Declared by module: importing it registers the class itself."""
+'''
+
+
+def _install_fake_distribution(site: Path, entries: dict[str, str]) -> None:
+    """A package and its dist-info (METADATA, entry_points.txt), as pip would leave them."""
+    (site / "third_party_backend.py").write_text(_THIRD_PARTY, encoding="utf-8")
+    info = site / "third_party_backend-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: third-party-backend\n"
+                                   "Version: 0.1\n", encoding="utf-8")
+    lines = [f"[{registry.ENTRY_POINT_GROUP}]", *(f"{k} = {v}" for k, v in entries.items())]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch):
+    _install_fake_distribution(tmp_path, {
+        "third-echo": "third_party_backend:ThirdPartyEcho",
+        "third-self": "third_party_backend",
+        "third-nothing": "json",
+    })
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        yield
+    finally:
+        for name in ("third-echo", "third-self"):
+            registry._BACKENDS.pop(name, None)
+        registry._loaded.difference_update(
+            {k for k in registry._loaded if k.startswith(registry.ENTRY_POINT_GROUP)})
+        sys.modules.pop("third_party_backend", None)
+
+
+def test_a_third_party_backend_is_found_through_the_entry_point_group(third_party):
+    assert "third_party_backend" not in sys.modules  # found by its metadata, not imported first
+    backend = get_backend("third-echo", model="third-2")
+    reply = backend.complete("abc")
+    assert (type(backend).__module__, reply.text, reply.backend, reply.model) == (
+        "third_party_backend", "cba", "third-echo", "third-2")
+    assert get_backend("third-self").complete("xy").backend == "third-self"
+    with pytest.raises(ValueError, match="names no Backend class"):
+        get_backend("third-nothing")  # a module that registers nothing under that name
+
+
+def test_entry_point_backends_come_after_the_built_in_ones(tmp_path, monkeypatch):
+    _install_fake_distribution(tmp_path, {"third-echo": "third_party_backend:ThirdPartyEcho"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        names = backend_names()
+        assert names[: len(BUILT_IN)] == BUILT_IN and "third-echo" in names[len(BUILT_IN):]
+    finally:
+        registry._BACKENDS.pop("third-echo", None)
+        registry._loaded.difference_update(
+            {k for k in registry._loaded if "third_party_backend" in k})
+        sys.modules.pop("third_party_backend", None)

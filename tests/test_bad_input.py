@@ -240,7 +240,7 @@ def test_film_unknown_backend(ws):
 def test_judge_and_film_backend_are_validated_by_the_models():
     from pydantic import ValidationError
 
-    from mythloop.mythos.request import FILM_BACKENDS, FilmRequest
+    from mythloop.mythos.plan.request import FILM_BACKENDS, FilmRequest
     from mythloop.sweep import SweepConfig
     from mythloop.sweep.config import JUDGES
 
@@ -256,7 +256,7 @@ def test_judge_and_film_backend_are_validated_by_the_models():
 def test_the_ui_forms_offer_only_valid_judges_and_backends():
     from prefect.utilities.callables import parameter_schema
 
-    from mythloop.mythos.request import FILM_BACKENDS
+    from mythloop.mythos.plan.request import FILM_BACKENDS
     from mythloop.sweep.config import JUDGES
     from mythloop_flows.feedback_loop import sweep
     from mythloop_flows.film import film

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.plan.request import FilmRequest
 from mythloop.settings import Settings
 from mythloop.sweep import SweepConfig
 from mythloop_app.discovery import local_server_url

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.request import FilmRequest
-from mythloop.mythos.stages import STAGES
+from mythloop.mythos.plan.request import FilmRequest
+from mythloop.mythos.plan.stages import STAGES
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -175,7 +175,7 @@ def test_replayed_heat_equation_film_repairs_once_and_plays_30s(tmp_path):
     recorded scoped repair fixes that scene alone and the stitched film plays >= 30 s."""
     from typer.testing import CliRunner
 
-    from mythloop.mythos.avmux import duration_of
+    from mythloop.mythos.media.avmux import duration_of
     from mythloop_app.cli import app
 
     runs = tmp_path / "runs"

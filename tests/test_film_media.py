@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.avmux import (
+from mythloop.mythos.media.avmux import (
     duration_of,
     hold_last_frame,
     mux_film,
@@ -17,14 +17,14 @@ from mythloop.mythos.avmux import (
     probe,
     speech_track,
 )
-from mythloop.mythos.subtitles import (
+from mythloop.mythos.media.subtitles import (
     SceneNarration,
     cues_for_scenes,
     format_srt,
     format_vtt,
     write_subtitles,
 )
-from mythloop.mythos.tts import TTSError, engine_names, engine_status, get_engine
+from mythloop.mythos.media.tts import TTSError, engine_names, engine_status, get_engine
 
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
@@ -130,7 +130,7 @@ def test_burnt_subtitles_change_the_picture(tmp_path):
 
 @needs_ffmpeg
 def test_failed_mux_leaves_no_file(tmp_path):
-    from mythloop.mythos.avmux import MuxError
+    from mythloop.mythos.media.avmux import MuxError
 
     bad = tmp_path / "not_a_video.mp4"
     bad.write_text("nope")

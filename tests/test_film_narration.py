@@ -13,11 +13,16 @@ from pathlib import Path
 import pytest
 
 from mythloop.data import data_path
-from mythloop.mythos.avmux import duration_of, hold_last_frame, last_picture_time, luma_profile
-from mythloop.mythos.extract import extract_python_block
-from mythloop.mythos.filmmedia import finish_film, scene_narrations
-from mythloop.mythos.offline import offline_response
-from mythloop.mythos.scenes import scene_narration, split_film
+from mythloop.mythos.code.extract import extract_python_block
+from mythloop.mythos.code.scenes import scene_narration, split_film
+from mythloop.mythos.media.avmux import (
+    duration_of,
+    hold_last_frame,
+    last_picture_time,
+    luma_profile,
+)
+from mythloop.mythos.media.filmmedia import finish_film, scene_narrations
+from mythloop.mythos.standins.offline import offline_response
 
 RECORDINGS = ("the-heat-equation", "euler-s-identity")
 # words that direct the crew, not the viewer
@@ -111,7 +116,7 @@ def _cues(srt: str) -> list[tuple[float, float, str]]:
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 def test_cues_and_voice_lie_inside_their_scene_and_a_long_one_holds_its_picture(tmp_path):
-    from mythloop.mythos.scenes import concat_videos
+    from mythloop.mythos.media.avmux import concat_videos
 
     one = _clip(tmp_path / "one.mp4", 2.0, fade_at=1.5)
     two = _clip(tmp_path / "two.mp4", 3.0)

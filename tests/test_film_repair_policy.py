@@ -10,8 +10,8 @@ import pytest
 from test_film_scenes import SCENE_1, SCENE_2_FIXED, _film, _manifest, _tiny_cassettes
 from test_film_watchable import SCENE_3_OFF_FRAME
 
-from mythloop.mythos.avmux import duration_of
-from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.media.avmux import duration_of
+from mythloop.mythos.plan.request import FilmRequest
 
 SCENE_3_REPAIR_BROKEN = SCENE_3_OFF_FRAME.replace("Square(", "Sqare(")
 

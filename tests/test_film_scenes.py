@@ -16,20 +16,19 @@ import pytest
 from waiting import settle
 
 from mythloop.llm.replay import write_cassette
-from mythloop.mythos.avmux import duration_of
-from mythloop.mythos.offline import offline_response
-from mythloop.mythos.prompts import stage_prompt
-from mythloop.mythos.request import FilmRequest
-from mythloop.mythos.scenes import (
-    concat_videos,
+from mythloop.mythos.code.scenes import (
     join_film,
     scene_cache_key,
     scene_file_text,
     scene_from_reply,
     split_film,
 )
-from mythloop.mythos.stages import STAGES
-from mythloop.mythos.verify import verify_scene
+from mythloop.mythos.media.avmux import concat_videos, duration_of
+from mythloop.mythos.plan.prompts import stage_prompt
+from mythloop.mythos.plan.request import FilmRequest
+from mythloop.mythos.plan.stages import STAGES
+from mythloop.mythos.sandbox.verify import verify_scene
+from mythloop.mythos.standins.offline import offline_response
 
 HEADER = '''from manim import *
 
@@ -165,7 +164,7 @@ def test_split_cuts_header_and_scenes_in_plan_order():
 
 def test_split_of_the_recorded_heat_film_has_five_scenes():
     from mythloop.data import data_path
-    from mythloop.mythos.extract import extract_python_block
+    from mythloop.mythos.code.extract import extract_python_block
 
     record = json.loads(data_path("fixtures", "cassettes", "the-heat-equation",
                                   "codegen.json").read_text())
@@ -333,8 +332,8 @@ def test_euler_cassette_scene_error_is_real_and_its_scoped_repair_renders(tmp_pa
     """Scene 1 of the recorded Euler film fails in a real render; the recorded repair of that
     scene alone (header untouched) renders. (The heat film is rendered whole elsewhere.)"""
     from mythloop.data import data_path
-    from mythloop.mythos.extract import extract_python_block
-    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.code.extract import extract_python_block
+    from mythloop.mythos.sandbox.render import render_scene
 
     def code(key: str) -> str:
         path = data_path("fixtures", "cassettes", "euler-s-identity", f"{key}.json")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_film_scenes import SCENE_1, SCENE_2_FIXED, _film, _manifest, _tiny_cassettes
 
-from mythloop.mythos.avmux import duration_of, probe
-from mythloop.mythos.filmmedia import narration_for_scenes
-from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.media.avmux import duration_of, probe
+from mythloop.mythos.media.filmmedia import narration_for_scenes
+from mythloop.mythos.plan.request import FilmRequest
 
 SCENE_3_OFF_FRAME = '''class TinyFilm03Formula(TinyBase):
     def construct(self):

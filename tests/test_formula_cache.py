@@ -1,4 +1,4 @@
-"""The shared formula cache (mythloop/mythos/formula_cache.py): a formula is compiled once and
+"""The shared formula cache (mythloop/mythos/sandbox/formula_cache.py): a formula is compiled once and
 reused by later renders; a scene cannot plant what another scene reads; TeX errors and a
 missing LaTeX still reach the render's log and kind.
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos import formula_cache
-from mythloop.mythos.render import render_scene
+from mythloop.mythos.sandbox import formula_cache
+from mythloop.mythos.sandbox.render import render_scene
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not shutil.which("latex") or not shutil.which("dvisvgm"),

@@ -176,7 +176,7 @@ def test_plain_errors_name_options_not_fields():
     from pydantic import ValidationError
 
     from mythloop.checks import plain_errors
-    from mythloop.mythos.request import FilmRequest
+    from mythloop.mythos.plan.request import FilmRequest
     from mythloop.sweep import SweepConfig
 
     with pytest.raises(ValidationError) as info:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.layout import (
+from mythloop.mythos.sandbox.layout import (
     Finding,
     check_layout,
     findings_table,
@@ -17,7 +17,7 @@ from mythloop.mythos.layout import (
     scene_zooms,
     zoom_windows,
 )
-from mythloop.mythos.layout_probe import PROBE_VERSION
+from mythloop.mythos.sandbox.layout_probe import PROBE_VERSION
 
 SCENES = Path(__file__).parent / "scenes" / "layout_scenes.py"
 
@@ -81,7 +81,7 @@ def test_quality_changes_what_is_readable():
 @pytest.mark.slow  # two sandboxed renders
 def test_sandboxed_render_reports_layout_findings(tmp_path):
     """The probe runs inside the render sandbox; findings come back with the result."""
-    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.sandbox.render import render_scene
 
     bad = render_scene(SCENES, scene="OffFrame", quality="l", out_dir=tmp_path / "bad",
                        timeout=240, layout=True)
@@ -97,7 +97,7 @@ def test_sandboxed_render_reports_layout_findings(tmp_path):
 def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scenes import SceneCache
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
 
     record = {"pixel_height": 480, "probe_version": PROBE_VERSION, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
               "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
@@ -157,7 +157,7 @@ def test_findings_from_synthetic_records_need_the_camera_still():
 def test_a_record_from_an_older_probe_is_not_judged_on_a_cache_hit(tmp_path):
     import json
 
-    from mythloop.mythos.scenes import SceneCache
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
 
     (tmp_path / "layout.json").write_text(json.dumps({"pixel_height": 480, "snapshots": []}))
     (tmp_path / "v.mp4").write_bytes(b"video")
@@ -248,7 +248,7 @@ def test_scene_zooms_come_from_the_run_dirs_shot_list(tmp_path):
     import json
 
     from mythloop.data import data_path
-    from mythloop.mythos.extract import extract_json_object
+    from mythloop.mythos.code.extract import extract_json_object
 
     def cassette(key: str) -> dict:
         path = data_path("fixtures", "cassettes", "euler-s-identity", f"{key}.json")

@@ -64,13 +64,13 @@ def test_null_hash_never_warns_and_bad_files_are_clear(tmp_path, caplog):
         backend.complete("x")
 
 
-HAS_OFFLINE = importlib.util.find_spec("mythloop.mythos.offline") is not None
+HAS_OFFLINE = importlib.util.find_spec("mythloop.mythos.standins.offline") is not None
 
 
-@pytest.mark.skipif(not HAS_OFFLINE, reason="mythloop.mythos.offline not written yet")
+@pytest.mark.skipif(not HAS_OFFLINE, reason="mythloop.mythos.standins.offline not written yet")
 @pytest.mark.parametrize("key", ["intent", "codegen"])
 def test_offline_wraps_the_stand_ins(key):
-    from mythloop.mythos.offline import offline_response
+    from mythloop.mythos.standins.offline import offline_response
 
     reply = get_backend("offline").complete("the heat equation", key=key)
     assert reply.text == offline_response(key, "the heat equation")

@@ -9,10 +9,10 @@ import re
 import pytest
 
 from mythloop.data import data_path
-from mythloop.mythos.extract import extract_json_object, extract_python_block, find_scene_class
-from mythloop.mythos.scenes import join_film, scene_from_reply, split_film
-from mythloop.mythos.stages import STAGES
-from mythloop.mythos.verify import verify_scene
+from mythloop.mythos.code.extract import extract_json_object, extract_python_block, find_scene_class
+from mythloop.mythos.code.scenes import join_film, scene_from_reply, split_film
+from mythloop.mythos.plan.stages import STAGES
+from mythloop.mythos.sandbox.verify import verify_scene
 
 TOPICS = {"the-heat-equation": "the heat equation", "euler-s-identity": "Euler's identity"}
 KEYS = [s.slug for s in STAGES] + ["codegen", "repair-scene-01-1"]
@@ -107,8 +107,8 @@ def test_euler_codegen_looks_up_a_tex_part_that_does_not_exist():
 
 def test_recorded_prompt_hashes_match_todays_prompts():
     """A charter edit that changes what a film sends must come with re-recorded (or
-    knowingly rehashed) cassettes: `python -m mythloop.mythos.cassettes --rehash`."""
-    from mythloop.mythos.cassettes import TOPICS, check
+    knowingly rehashed) cassettes: `python -m mythloop.mythos.standins.cassettes --rehash`."""
+    from mythloop.mythos.standins.cassettes import TOPICS, check
 
     for topic in TOPICS:
         assert check(topic) == [], topic

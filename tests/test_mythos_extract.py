@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mythloop.mythos.extract import (
+from mythloop.mythos.code.extract import (
     ExtractionError,
     extract_json_object,
     extract_python_block,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from mythloop.mythos.extract import extract_json_object, extract_python_block, find_scene_class
-from mythloop.mythos.offline import OFFLINE_SCENE_NAME, offline_response, topic_from_prompt
-from mythloop.mythos.prompts import codegen_prompt, repair_prompt, stage_prompt
-from mythloop.mythos.scenes import scene_file_text, split_film
-from mythloop.mythos.stages import STAGES, validate_artifact
-from mythloop.mythos.verify import verify_scene
+from mythloop.mythos.code.extract import extract_json_object, extract_python_block, find_scene_class
+from mythloop.mythos.code.scenes import scene_file_text, split_film
+from mythloop.mythos.plan.prompts import codegen_prompt, repair_prompt, stage_prompt
+from mythloop.mythos.plan.stages import STAGES, validate_artifact
+from mythloop.mythos.sandbox.verify import verify_scene
+from mythloop.mythos.standins.offline import OFFLINE_SCENE_NAME, offline_response, topic_from_prompt
 
 
 def run_offline_chain(topic: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mythloop.mythos.prompts import (
+from mythloop.mythos.plan.prompts import (
     FAILURE_TAIL_CHARS,
     codegen_prompt,
     json_contract,
@@ -13,7 +13,7 @@ from mythloop.mythos.prompts import (
     stage_prompt,
     system_prompt,
 )
-from mythloop.mythos.stages import STAGES, load_charter
+from mythloop.mythos.plan.stages import STAGES, load_charter
 
 ARTIFACT = {"user_prompt": "the heat equation", "latex": "\\frac{\\partial u}{\\partial t}", "n": [1, 2]}
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mythloop.data import agents_dir, data_path
-from mythloop.mythos.extract import extract_json_object
-from mythloop.mythos.stages import STAGES, load_charter, stage_by_slug, validate_artifact
+from mythloop.mythos.code.extract import extract_json_object
+from mythloop.mythos.plan.stages import STAGES, load_charter, stage_by_slug, validate_artifact
 
 TOPICS = ["the-heat-equation", "euler-s-identity"]
 

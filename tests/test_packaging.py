@@ -62,7 +62,7 @@ def _python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 LOAD = """
 import json
 from mythloop.data import agents_dir, data_origin, data_path, data_root
-from mythloop.mythos.stages import load_charter
+from mythloop.mythos.plan.stages import load_charter
 from mythloop.skills import load_catalog
 catalog = load_catalog(data_path("fixtures", "pool"))
 print(json.dumps({"root": str(data_root()), "origin": data_origin(),

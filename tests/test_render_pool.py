@@ -1,4 +1,4 @@
-"""Warm render workers (mythloop/mythos/render_pool.py): a crash, a lost worker or a timeout
+"""Warm render workers (mythloop/mythos/sandbox/render_pool.py): a crash, a lost worker or a timeout
 fails one render alone, workers are replaced, and Ctrl-C or SIGTERM leaves no worker behind.
 
 Real sandboxed manim renders (slow); each test keeps its scenes tiny.
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mythloop import procs
-from mythloop.mythos import render_pool
-from mythloop.mythos.render import _namespaces_work, render_scene
+from mythloop.mythos.sandbox import render_pool
+from mythloop.mythos.sandbox.render import _namespaces_work, render_scene
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not _namespaces_work(), reason="warm workers need the sandbox's namespaces (root)")]
@@ -118,8 +118,8 @@ def test_a_timeout_kills_the_render_and_replaces_its_worker(tmp_path, fresh_pool
 
 DRIVER = """
 import sys, threading, time
-from mythloop.mythos import render_pool
-from mythloop.mythos.render import render_scene
+from mythloop.mythos.sandbox import render_pool
+from mythloop.mythos.sandbox.render import render_scene
 
 def tell():
     while True:

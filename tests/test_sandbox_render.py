@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.render import RenderLimits, render_scene, scene_names
+from mythloop.mythos.sandbox.render import RenderLimits, render_scene, scene_names
 
 pytestmark = pytest.mark.slow
 

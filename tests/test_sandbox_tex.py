@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.render import render_scene
-from mythloop.mythos.tex_policy import TEX_FILE_ACCESS, tex_env
+from mythloop.mythos.sandbox.render import render_scene
+from mythloop.mythos.sandbox.tex_policy import TEX_FILE_ACCESS, tex_env
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not shutil.which("latex"), reason="latex not installed")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.verify import requires_light_art_direction, verify_scene
+from mythloop.mythos.sandbox.verify import requires_light_art_direction, verify_scene
 
 SCENES = Path(__file__).parent / "scenes"
 HOSTILE = sorted((SCENES / "hostile").glob("*.py"))
@@ -193,7 +193,7 @@ def test_light_prompt_rejects_dark_bg_constant_and_accepts_paper():
 
 
 def test_star_module_table_matches_manim():
-    from mythloop.mythos.sandbox_policy import MANIM_STAR_MODULES
+    from mythloop.mythos.sandbox.sandbox_policy import MANIM_STAR_MODULES
 
     code = ("import types, manim\nns = {}\nexec('from manim import *', ns)\n"
             "print(sorted((k, v.__name__) for k, v in ns.items() "
@@ -244,7 +244,7 @@ def test_cli_render_syntax_error_is_one_line_with_its_line(tmp_path):
 
 
 def test_render_scene_reports_a_syntax_error_not_a_missing_scene(tmp_path):
-    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.sandbox.render import render_scene
 
     scene = tmp_path / "typo_story.py"
     scene.write_text(TYPO)

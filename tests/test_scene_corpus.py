@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mythloop.mythos.render import render_scene, scene_names
-from mythloop.mythos.verify import verify_scene
+from mythloop.mythos.sandbox.render import render_scene, scene_names
+from mythloop.mythos.sandbox.verify import verify_scene
 
 CORPUS = Path(__file__).parent / "scenes" / "corpus"
 FILES = sorted(CORPUS.glob("*_scenes.py"))
@@ -136,8 +136,7 @@ def test_cli_renders_every_scene_and_one_with_scene(tmp_path):
 def test_a_still_scene_becomes_a_clip_the_film_can_stitch(corpus_renders, tmp_path):
     """In a film, a still scene's PNG is held as a short clip (tasks/film.py) and stitched
     with the animated scenes like any other scene video."""
-    from mythloop.mythos.avmux import duration_of, still_clip
-    from mythloop.mythos.scenes import concat_videos
+    from mythloop.mythos.media.avmux import concat_videos, duration_of, still_clip
     from mythloop_tasks.film import STILL_SCENE_S
 
     result = corpus_renders["text_group_scenes"][0]

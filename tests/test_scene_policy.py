@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mythloop.mythos.layout import Finding
+from mythloop.mythos.code.scenes import SceneUnit
+from mythloop.mythos.sandbox.layout import Finding
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
     Good,
@@ -19,7 +20,6 @@ from mythloop.mythos.scene_policy import (
     good_from,
     last_line,
 )
-from mythloop.mythos.scenes import SceneUnit
 
 FINDING = Finding(kind="off_frame", at="wait 1", t=1.0, what="text 'x'",
                   detail="2.0 units past the right edge")

@@ -106,7 +106,7 @@ def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
     import time
 
     from mythloop import procs
-    from mythloop.mythos.render import render_scene
+    from mythloop.mythos.sandbox.render import render_scene
 
     scene = tmp_path / "busy_story.py"
     scene.write_text(BUSY_SCENE, encoding="utf-8")

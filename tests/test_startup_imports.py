@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 # The config models the CLI reads its defaults from (mythloop.sweep.config,
-# mythloop.mythos.request) may load; the settings model (pydantic_settings), the sweep's
+# mythloop.mythos.plan.request) may load; the settings model (pydantic_settings), the sweep's
 # measurement side, the router and the render code may not.
 HEAVY = ("pydantic_settings", "prefect", "torch", "sentence_transformers", "manim", "numpy",
          "mythloop.settings_model", "mythloop.sweep.condition", "mythloop.router",
-         "mythloop.mythos.render", "mythloop.mythos.pipeline")
+         "mythloop.mythos.sandbox.render", "mythloop.mythos.pipeline")
 PROBE = (
     "import atexit, sys\n"
     "atexit.register(lambda: print('HEAVY:', *sorted({m.split('.')[0] if not m.startswith("

@@ -11,10 +11,10 @@ import typer
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from mythloop.mythos.plan.request import FilmRequest
 from mythloop.mythos.records import FailedScene, RenderEntry, SceneRender
-from mythloop.mythos.render import RenderResult
-from mythloop.mythos.request import FilmRequest
-from mythloop.mythos.sandbox_classify import classify
+from mythloop.mythos.sandbox.render import RenderResult
+from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.sweep.config import JudgeOptions, SweepConfig, SweepPrompt
 from mythloop.sweep.records import MeasurementRow, TurnRow
 from mythloop.vocab import (

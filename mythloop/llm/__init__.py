@@ -5,9 +5,10 @@
     reply = backend.complete("Explain X", system="Be brief", timeout=120)
 
 Backends: gemini, claude, codex (vendor CLIs), openai (chat-completions HTTP),
-simulated / oracle (judges for sweeps), replay (cassettes), offline (stand-ins; the class is
-registered in mythloop.mythos.offline). Each backend class registers itself with
-`@register_backend(name)` (mythloop.llm.registry); `backend_names()` lists them.
+simulated / oracle (judges for sweeps), replay (cassettes), offline (stand-ins; the class
+lives in mythloop.mythos.standins.offline and is found through the `mythloop.backends`
+entry-point group). Each backend class registers itself with `@register_backend(name)`
+(mythloop.llm.registry); `backend_names()` lists them.
 """
 
 from __future__ import annotations

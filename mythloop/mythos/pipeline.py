@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING
 
 from mythloop.fileio import write_json_atomic, write_text_atomic
 from mythloop.llm import FallbackLadder, get_backend
-from mythloop.mythos.extract import ExtractionError, extract_json_object, extract_python_block
-from mythloop.mythos.extract import find_scene_class as _find_scene_class
-from mythloop.mythos.prompts import (
+from mythloop.mythos.code.extract import ExtractionError, extract_json_object, extract_python_block
+from mythloop.mythos.code.extract import find_scene_class as _find_scene_class
+from mythloop.mythos.code.scenes import FilmSplitError, scene_from_reply, split_film
+from mythloop.mythos.plan.prompts import (
     codegen_prompt,
     repair_prompt,
     stage_prompt,
     system_prompt,
 )
+from mythloop.mythos.plan.request import FilmRequest
+from mythloop.mythos.plan.stages import load_charter, stage_by_slug, validate_artifact
 from mythloop.mythos.records import CodegenResult, RepairResult, SceneCode, StageOutcome
-from mythloop.mythos.request import FilmRequest
 from mythloop.mythos.rundir import Manifest, create_run_dir
-from mythloop.mythos.scenes import FilmSplitError, scene_from_reply, split_film
-from mythloop.mythos.stages import load_charter, stage_by_slug, validate_artifact
 from mythloop.settings import get_settings
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mythloop.mythos.layout import Finding
-from mythloop.mythos.render import RenderResult
-from mythloop.mythos.verify import VerifyResult
+from mythloop.mythos.sandbox.layout import Finding
+from mythloop.mythos.sandbox.render import RenderResult
+from mythloop.mythos.sandbox.verify import VerifyResult
 from mythloop.vocab import RenderKind
 
 __all__ = [

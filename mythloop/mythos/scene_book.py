@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mythloop.fileio import write_text_atomic
-from mythloop.mythos.avmux import duration_of
+from mythloop.mythos.code.scenes import SceneUnit, join_film, scene_file_text
+from mythloop.mythos.media.avmux import duration_of
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
     FailedScene,
@@ -34,7 +35,6 @@ from mythloop.mythos.scene_policy import (
     good_from,
     last_line,
 )
-from mythloop.mythos.scenes import SceneUnit, join_film, scene_file_text
 
 __all__ = ["SceneBook"]
 

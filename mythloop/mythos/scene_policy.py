@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from mythloop.mythos.layout import Finding, format_findings
-from mythloop.mythos.scenes import SceneUnit
+from mythloop.mythos.code.scenes import SceneUnit
+from mythloop.mythos.sandbox.layout import Finding, format_findings
 
 __all__ = ["NO_REPAIR_KINDS", "FilmFailed", "SceneFailed", "Good", "RepairRules", "RenderView",
            "Step", "after_verify", "after_render", "before_repair", "last_line", "good_from",

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mythloop.mythos.avmux import thumbnail_data_url
-from mythloop.mythos.layout import findings_table
+from mythloop.mythos.media.avmux import thumbnail_data_url
 from mythloop.mythos.records import FilmManifest
+from mythloop.mythos.sandbox.layout import findings_table
 from mythloop.preview import preview_url_for
 
 __all__ = ["FilmSummary", "film_summary", "watch_lines", "link"]

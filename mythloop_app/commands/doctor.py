@@ -149,7 +149,7 @@ def _model_clis() -> Check:
 
 
 def _voice_engines() -> Check:
-    from mythloop.mythos.tts import engine_status
+    from mythloop.mythos.media.tts import engine_status
 
     rows = engine_status()
     present = [f"{name} ({version})" for name, ok, version in rows if ok]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mythloop.mythos.request import FilmRequest
+from mythloop.mythos.plan.request import FilmRequest
 from mythloop.vocab import FILM_BACKENDS, QUALITIES
 from mythloop_app.commands.runtime import flow_runtime, ui_hint
 
@@ -77,7 +77,7 @@ def film(
         raise typer.Exit(2) from None
     _check_before_prefect(request)
     if request.voice and request.render:
-        from mythloop.mythos.tts import TTSError, get_engine
+        from mythloop.mythos.media.tts import TTSError, get_engine
 
         try:  # before any server starts: a missing engine costs one line
             get_engine(request.voice)

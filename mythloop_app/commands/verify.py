@@ -25,8 +25,8 @@ def verify(
                                       "art-direction lint (light paper + no black)."),
 ) -> None:
     """Statically check a generated scene; exit 1 with FILE:LINE: reason when rejected."""
-    from mythloop.mythos.render import scene_names
-    from mythloop.mythos.verify import verify_scene
+    from mythloop.mythos.sandbox.render import scene_names
+    from mythloop.mythos.sandbox.verify import verify_scene
 
     code = _read(file)
     result = verify_scene(code, prompt=prompt)
@@ -57,7 +57,7 @@ def render(
 
     While it runs, progress lines go to stderr (one per animation); stdout holds the result.
     """
-    from mythloop.mythos.render import (
+    from mythloop.mythos.sandbox.render import (
         render_scene,
         scene_names,
         syntax_problem,

@@ -128,8 +128,8 @@ def read_stdin() -> str:
 
 def mythos_reply(prompt: str) -> str:
     """Film replies keyed on which charter the prompt starts with (offline stand-in content)."""
-    from mythloop.mythos.offline import offline_response
-    from mythloop.mythos.stages import STAGES, load_charter
+    from mythloop.mythos.plan.stages import STAGES, load_charter
+    from mythloop.mythos.standins.offline import offline_response
 
     step = None
     for spec in STAGES:

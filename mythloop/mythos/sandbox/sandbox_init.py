@@ -10,8 +10,8 @@ There it
   3. forks the worker: rlimits, no_new_privs, drop to `nobody`, exec python;
   4. reaps every process until the worker is gone, kills what is left, and
      exits with the worker's status (128+N when a signal N ended it).
-Without namespaces (fallback) it does steps 3-4 only. Stdlib only: the
-mythloop package is not imported here. With ``"serve": true`` in the spec it is
+Without namespaces (fallback) it does steps 3-4 only. Standard library only: the
+mythloop package is not imported here (an import contract in pyproject.toml checks it). With ``"serve": true`` in the spec it is
 a warm worker instead (render_pool.py): it imports manim once and forks each
 render from itself (see `serve`).
 """

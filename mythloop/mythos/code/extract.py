@@ -6,7 +6,7 @@ import ast
 import json
 import re
 
-from mythloop.mythos.safe_ast import parse
+from mythloop.mythos.code.safe_ast import parse
 
 __all__ = [
     "ExtractionError",

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mythloop.data import agents_dir
-from mythloop.mythos.extract import extract_json_object
+from mythloop.mythos.code.extract import extract_json_object
 
 __all__ = [
     "STAGES",

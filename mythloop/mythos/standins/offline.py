@@ -1,7 +1,8 @@
 """Deterministic offline stand-ins for every Mythos model call (no model, no network).
 
-`OfflineBackend` puts them behind the backend interface: importing this module registers it as
-the "offline" model backend (`mythloop.llm.get_backend("offline")` imports it by name).
+`OfflineBackend` puts them behind the backend interface, as the "offline" model backend:
+`mythloop.llm.get_backend("offline")` finds it through the `mythloop.backends` entry-point group
+(pyproject.toml), and importing this module registers it too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from mythloop.llm.base import DEFAULT_TIMEOUT, Backend, Completion
 from mythloop.llm.errors import BackendError, EmptyOutput
 from mythloop.llm.registry import register_backend
-from mythloop.mythos.extract import ExtractionError, extract_json_object
+from mythloop.mythos.code.extract import ExtractionError, extract_json_object
 
 __all__ = ["offline_response", "offline_artifact", "OFFLINE_SCENE_NAME", "offline_scene", "offline_repair",
            "topic_from_prompt", "OfflineBackend"]
@@ -194,7 +195,7 @@ def offline_scene(topic: str = _DEFAULT_TOPIC) -> str:
     opening = json.dumps(f"An offline rehearsal of a film about {_safe_title(topic)}.")
     return f'''from manim import *
 
-# Offline stand-in film: written by mythloop.mythos.offline, not by a model.
+# Offline stand-in film: written by mythloop.mythos.standins.offline, not by a model.
 BG = "#0c0c0b"
 INK = "#faf9f5"
 CORAL = "#d97757"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
-from mythloop.mythos.tex_policy import tex_env
+from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 
 __all__ = ["FormulaService", "serving", "cache_dir", "tex_environment", "stats"]
@@ -204,7 +204,7 @@ class FormulaService:
 
     def _compile(self, tex: str) -> tuple[str | None, str]:
         """Compile TEX in a sandbox of its own; (svg text or None, log tail)."""
-        from mythloop.mythos import render as R  # noqa: PLC0415 (cycle: render imports this module)
+        from mythloop.mythos.sandbox import render as R  # noqa: PLC0415 (cycle: render imports this module)
 
         started = time.monotonic()
         namespaced = R._namespaces_work()

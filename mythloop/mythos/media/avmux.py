@@ -1,4 +1,4 @@
-"""ffmpeg steps that turn rendered scenes into a film people can watch: voice, captions.
+"""ffmpeg steps that turn rendered scenes into a film people can watch: stitching, voice, captions.
 
 Every step writes its output under a temporary name beside the target and renames it at
 the end, so a killed ffmpeg never leaves a half-written file under the real name. Errors
@@ -18,7 +18,8 @@ from mythloop import procs
 from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
-           "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time"]
+           "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time",
+           "concat_videos"]
 
 _AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
 
@@ -208,3 +209,29 @@ def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
         _run([_ffmpeg(), "-y", "-v", "error", "-i", str(image), "-vf", f"scale={width}:-2",
               "-frames:v", "1", "-q:v", "5", str(out)], timeout=60)
         return "data:image/jpeg;base64," + base64.b64encode(out.read_bytes()).decode("ascii")
+
+
+def concat_videos(videos: Sequence[Path | str], target: Path | str) -> Path:
+    """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
+    if not videos:
+        raise ValueError("no scene videos to stitch")
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    listing = target.with_name(f".{target.stem}.concat.txt")
+    lines = []
+    for video in videos:
+        path = str(Path(video).resolve()).replace("'", "'\\''")
+        lines.append(f"file '{path}'")
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        with replacing(target) as tmp:
+            done = procs.run(
+                ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
+                 str(listing), "-c", "copy", "-movflags", "+faststart", str(tmp)],
+                timeout=600)
+            if done.returncode != 0 or not tmp.is_file():
+                raise RuntimeError(f"ffmpeg could not stitch the scenes: "
+                                   f"{done.stderr.strip()[-500:] or done.returncode}")
+    finally:
+        listing.unlink(missing_ok=True)
+    return target

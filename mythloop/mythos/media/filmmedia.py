@@ -16,17 +16,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from mythloop.mythos.avmux import (
+from mythloop.mythos.media.avmux import (
+    concat_videos,
     duration_of,
     hold_last_frame,
     last_picture_time,
     mux_film,
     speech_track,
 )
+from mythloop.mythos.media.subtitles import SceneNarration, cues_for_scenes, write_subtitles
+from mythloop.mythos.media.tts import get_engine
 from mythloop.mythos.records import MediaResult, SubtitlesInfo, VoiceInfo
-from mythloop.mythos.scenes import concat_videos
-from mythloop.mythos.subtitles import SceneNarration, cues_for_scenes, write_subtitles
-from mythloop.mythos.tts import get_engine
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
 

@@ -39,11 +39,11 @@ from pydantic import BaseModel, Field
 
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
-from mythloop.mythos import formula_cache, render_pool
-from mythloop.mythos.layout import Finding, PlannedZoom, check_layout, probe_source
-from mythloop.mythos.safe_ast import parse
-from mythloop.mythos.sandbox_classify import classify
-from mythloop.mythos.tex_policy import tex_env
+from mythloop.mythos.code.safe_ast import parse
+from mythloop.mythos.sandbox import formula_cache, render_pool
+from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
+from mythloop.mythos.sandbox.sandbox_classify import classify
+from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES, RENDER_KINDS, RenderKind
 

@@ -9,7 +9,7 @@ sees mid-fade or mid-zoom) and once at the end it notes each visible text-like m
 MathTex, Tex, ...) with its box in frame coordinates (the camera's projection applied, so
 zoom, moving frames and 3D orientation count; fixed-in-frame mobjects as they are), its
 em height in pixels at the render's quality, and writes everything as JSON to `path`.
-`mythloop.mythos.layout.check_layout` judges the record.
+`mythloop.mythos.sandbox.layout.check_layout` judges the record.
 """
 
 from __future__ import annotations

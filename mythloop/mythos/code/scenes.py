@@ -14,23 +14,15 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-from mythloop import procs
-from mythloop.fileio import copy_file_atomic, replacing, write_json_atomic
-from mythloop.mythos.extract import base_class_name
-from mythloop.mythos.layout import Finding, PlannedZoom, check_layout
-from mythloop.mythos.layout_probe import PROBE_VERSION
-from mythloop.mythos.safe_ast import parse
-from mythloop.settings import get_settings
+from mythloop.mythos.code.extract import base_class_name
+from mythloop.mythos.code.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
-           "scene_from_reply", "scene_cache_key", "manim_version", "SceneCache",
-           "concat_videos", "FilmSplitError"]
+           "scene_from_reply", "scene_cache_key", "manim_version",
+"FilmSplitError"]
 
 
 class FilmSplitError(ValueError):
@@ -168,66 +160,3 @@ def scene_cache_key(header: str, scene_code: str, quality: str, scene_name: str)
     for part in (header, scene_code, quality, scene_name, manim_version()):
         digest.update(part.encode("utf-8") + b"\x00")
     return digest.hexdigest()
-
-
-class SceneCache:
-    """Finished scene videos by cache key: `<root>/<key>.mp4` (written atomically)."""
-
-    def __init__(self, root: Path | str | None = None) -> None:
-        if root is None:
-            root = get_settings().state_root / "scene-cache"
-        self.root = Path(root)
-
-    def path(self, key: str) -> Path:
-        return self.root / f"{key}.mp4"
-
-    def get(self, key: str) -> Path | None:
-        path = self.path(key)
-        return path if path.is_file() and path.stat().st_size > 0 else None
-
-    def get_layout(self, key: str, zooms: list[PlannedZoom] | None = None
-                   ) -> list[Finding] | None:
-        """The layout check of the probe record kept with a cached video, judged by today's
-        rules and the scene's planned `zooms` (None: no record was kept)."""
-        try:
-            record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
-            if record.get("probe_version", 1) < PROBE_VERSION:
-                return None  # an older probe saw less (no samples during animations, their
-                # times counted twice)
-            return check_layout(record, zooms)
-        except (OSError, ValueError, TypeError, KeyError, IndexError):
-            return None
-
-    def put(self, key: str, video: Path | str, *, layout_record: Path | None = None) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
-        if layout_record is not None and layout_record.is_file():
-            # before the video: a hit never lacks the record its render had
-            write_json_atomic(self.root / f"{key}.layout.json",
-                              json.loads(layout_record.read_text(encoding="utf-8")))
-        return copy_file_atomic(video, self.path(key))
-
-
-def concat_videos(videos: Sequence[Path | str], target: Path | str) -> Path:
-    """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
-    if not videos:
-        raise ValueError("no scene videos to stitch")
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    listing = target.with_name(f".{target.stem}.concat.txt")
-    lines = []
-    for video in videos:
-        path = str(Path(video).resolve()).replace("'", "'\\''")
-        lines.append(f"file '{path}'")
-    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    try:
-        with replacing(target) as tmp:
-            done = procs.run(
-                ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
-                 str(listing), "-c", "copy", "-movflags", "+faststart", str(tmp)],
-                timeout=600)
-            if done.returncode != 0 or not tmp.is_file():
-                raise RuntimeError(f"ffmpeg could not stitch the scenes: "
-                                   f"{done.stderr.strip()[-500:] or done.returncode}")
-    finally:
-        listing.unlink(missing_ok=True)
-    return target

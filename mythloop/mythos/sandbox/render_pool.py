@@ -144,7 +144,7 @@ class WarmPool:
         spec = {**spec, "serve": True, "base_real": str(base),
                 "worker_file": str(_HERE / "sandbox_worker.py")}
         # the same namespaces as a cold render; render imports this module before _UNSHARE exists
-        from mythloop.mythos.render import _UNSHARE  # noqa: PLC0415 (cycle)
+        from mythloop.mythos.sandbox.render import _UNSHARE  # noqa: PLC0415 (cycle)
 
         self.launcher = [*_UNSHARE, "--", sys.executable, "-I", str(_HERE / "sandbox_init.py"),
                          json.dumps(spec)]

@@ -2,7 +2,7 @@
 
 A cassette records the sha256 of the prompt it answered. `expected_prompts(topic)` rebuilds
 the prompts the film flow sends when it replays that topic, so a charter edit that changes
-a prompt is caught (the replay backend warns; `python -m mythloop.mythos.cassettes --check`
+a prompt is caught (the replay backend warns; `python -m mythloop.mythos.standins.cassettes --check`
 fails) instead of silently orphaning the recording. Repairs are not hashed: their prompt
 carries the render's error output, which differs from machine to machine.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 from mythloop.data import data_path
 from mythloop.fileio import write_json_atomic
 from mythloop.llm.replay import cassette_path
-from mythloop.mythos.extract import extract_json_object
-from mythloop.mythos.prompts import codegen_prompt, prompt_sha256, stage_prompt
-from mythloop.mythos.stages import STAGES
+from mythloop.mythos.code.extract import extract_json_object
+from mythloop.mythos.plan.prompts import codegen_prompt, prompt_sha256, stage_prompt
+from mythloop.mythos.plan.stages import STAGES
 
 __all__ = ["expected_prompts", "check", "rehash"]
 

@@ -1,8 +1,9 @@
 """Runs manim inside the render sandbox behind a Python audit hook (defence in depth).
 
 Executed as ``python -I -c <this source> <spec json>`` by sandbox_init.py, already
-unprivileged and resource-limited. It imports nothing from mythloop (the
-package may not be readable there). The hook refuses, with PermissionError:
+unprivileged and resource-limited. Standard library and manim only: it imports nothing
+from mythloop (the package may not be readable there; an import contract in pyproject.toml
+checks it). The hook refuses, with PermissionError:
 writes outside the render dir, any process except the exact latex/dvisvgm
 commands manim issues, sockets, ctypes, and path changes outside the render dir.
 The OS layers (user, namespaces, rlimits) stay the real boundary: a hook can be

@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from mythloop.mythos.stages import load_charter, stage_by_slug
+from mythloop.mythos.plan.stages import load_charter, stage_by_slug
 
 __all__ = [
     "FAILURE_TAIL_CHARS",

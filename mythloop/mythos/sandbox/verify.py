@@ -14,8 +14,8 @@ import re
 
 from pydantic import BaseModel
 
-from mythloop.mythos import sandbox_policy as P
-from mythloop.mythos.safe_ast import parse
+from mythloop.mythos.code.safe_ast import parse
+from mythloop.mythos.sandbox import sandbox_policy as P
 
 __all__ = ["VerifyResult", "verify_scene", "requires_light_art_direction"]
 
