@@ -30,15 +30,24 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from prefect import flow
+from prefect import flow, get_client
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
-from prefect.futures import wait
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterParentTaskRunId,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.futures import PrefectConcurrentFuture, wait
+from prefect.states import Crashed
 from prefect.utilities.annotations import quote
 
 import mythloop
 from mythloop.fileio import write_json_atomic
 from mythloop.llm import LLM_TAG
+from mythloop.procs import STOPPING
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts
@@ -97,6 +106,8 @@ def condition_run(config: SweepConfig, cond: str, replicate: int, results_dir: s
     failed_turns = 0
     try:
         for round_idx in range(config.rounds):
+            if STOPPING.is_set():  # Ctrl-C / SIGTERM: a shard in a worker thread stops here
+                raise KeyboardInterrupt(f"{run.name}: stopped before round {round_idx + 1}")
             if round_idx in done:
                 say(f"[sweep] {run.name} round {round_idx + 1} of {config.rounds}: already complete, "
                     "skipped")
@@ -327,9 +338,36 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
                                 "progress_artifact_id": str(progress_id),
                                 "progress_base": base, "progress_total": total})
                    for cond, rep, base in jobs]
-        wait(futures)
+        try:
+            wait(futures)
+        except BaseException:
+            pool.cancel_queued()  # first: a shard that stops frees a thread for no other
+            _crash_shards_under_way(futures)
+            raise
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
+
+
+def _crash_shards_under_way(futures: list[PrefectConcurrentFuture[Any]]) -> None:
+    """Ctrl-C or SIGTERM reaches the sweep's thread, not the shards under way in the task
+    runner's threads: record them and their subflow runs Crashed (as a shard run one by one
+    is), rather than leave them Running; the CLI then ends the process."""
+    under_way = [f.task_run_id for f in futures if f.wrapped_future.running()]
+    if not under_way:
+        return
+    crashed = "Execution was aborted by an interrupt signal (the sweep was stopped)."
+    try:
+        with get_client(sync_client=True) as client:
+            subflows = [run.id for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                parent_task_run_id=FlowRunFilterParentTaskRunId(any_=under_way)))]
+            inside = [run.id for run in client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=subflows))) if run.state_type == StateType.RUNNING]
+            for task_run_id in [*inside, *under_way]:
+                client.set_task_run_state(task_run_id, Crashed(message=crashed), force=True)
+            for flow_run_id in subflows:
+                client.set_flow_run_state(flow_run_id, Crashed(message=crashed), force=True)
+    except Exception:  # noqa: BLE001 - the API may be going away too; the stop goes on
+        pass
 
 
 @mythloop_task(name="shard", retries=0)
