@@ -37,9 +37,12 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterId,
-    FlowRunFilterParentTaskRunId,
+    FlowRunFilterParentFlowRunId,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import StateType
+from prefect.context import FlowRunContext
 from prefect.futures import PrefectConcurrentFuture, wait
 from prefect.states import Crashed
 from prefect.utilities.annotations import quote
@@ -350,19 +353,24 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> dict:
 
 def _crash_shards_under_way(futures: list[PrefectConcurrentFuture[Any]]) -> None:
     """Ctrl-C or SIGTERM reaches the sweep's thread, not the shards under way in the task
-    runner's threads: record them and their subflow runs Crashed (as a shard run one by one
-    is), rather than leave them Running; the CLI then ends the process."""
-    under_way = [f.task_run_id for f in futures if f.wrapped_future.running()]
-    if not under_way:
+    runner's threads: record them, their subflow runs and what runs inside those Crashed (as
+    a shard run one by one is), rather than leave them Running; the CLI then ends the
+    process."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or not any(
+            f.wrapped_future.running() for f in futures):
         return
     crashed = "Execution was aborted by an interrupt signal (the sweep was stopped)."
+    running = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
     try:
         with get_client(sync_client=True) as client:
             subflows = [run.id for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                parent_task_run_id=FlowRunFilterParentTaskRunId(any_=under_way)))]
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[context.flow_run.id]),
+                state=running))]
             inside = [run.id for run in client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=subflows))) if run.state_type == StateType.RUNNING]
-            for task_run_id in [*inside, *under_way]:
+                id=FlowRunFilterId(any_=[context.flow_run.id, *subflows])), limit=200)
+                if run.state_type == StateType.RUNNING]
+            for task_run_id in inside:
                 client.set_task_run_state(task_run_id, Crashed(message=crashed), force=True)
             for flow_run_id in subflows:
                 client.set_flow_run_state(flow_run_id, Crashed(message=crashed), force=True)
