@@ -42,17 +42,24 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
-from prefect import flow
+from prefect import flow, get_client
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterParentFlowRunId,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
-from prefect.futures import wait
-from prefect.states import Cancelled, Cancelling
+from prefect.futures import PrefectConcurrentFuture, PrefectFuture, wait
+from prefect.states import Cancelled, Cancelling, Crashed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -60,6 +67,7 @@ import mythloop
 from mythloop.fileio import write_json_atomic
 from mythloop.llm import LLM_TAG, BackendTimeout, is_retriable
 from mythloop.llm.runner import cli_owner, kill_owned_clis
+from mythloop.procs import STOPPING
 from mythloop.router import get_embedder
 from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
@@ -131,6 +139,8 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
     failed_turns = 0
     try:
         for round_idx in range(config.rounds):
+            if STOPPING.is_set():  # Ctrl-C / SIGTERM: a shard in a worker thread stops here
+                raise KeyboardInterrupt(f"{run.name}: stopped before round {round_idx + 1}")
             if round_idx in done:
                 say(f"[sweep] {run.name} round {round_idx + 1} of {config.rounds}: already complete, "
                     "skipped")
@@ -367,9 +377,41 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> SweepOutcome:
                                 "progress_artifact_id": str(progress_id),
                                 "progress_base": base, "progress_total": total})
                    for cond, rep, base in jobs]
-        wait(futures)
+        try:
+            wait(cast("list[PrefectFuture[Any]]", futures))
+        except BaseException:
+            pool.cancel_queued()  # first: a shard that stops frees a thread for no other
+            _crash_shards_under_way(futures)
+            raise
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
+
+
+def _crash_shards_under_way(futures: list[PrefectConcurrentFuture[Any]]) -> None:
+    """Ctrl-C or SIGTERM reaches the sweep's thread, not the shards under way in the task
+    runner's threads: record them, their subflow runs and what runs inside those Crashed (as
+    a shard run one by one is), rather than leave them Running; the CLI then ends the
+    process."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or not any(
+            f.wrapped_future.running() for f in futures):
+        return
+    crashed = "Execution was aborted by an interrupt signal (the sweep was stopped)."
+    running = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
+    try:
+        with get_client(sync_client=True) as client:
+            subflows = [run.id for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[context.flow_run.id]),
+                state=running))]
+            inside = [run.id for run in client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[context.flow_run.id, *subflows])), limit=200)
+                if run.state_type == StateType.RUNNING]
+            for task_run_id in inside:
+                client.set_task_run_state(task_run_id, Crashed(message=crashed), force=True)
+            for flow_run_id in subflows:
+                client.set_flow_run_state(flow_run_id, Crashed(message=crashed), force=True)
+    except Exception:  # noqa: BLE001 - the API may be going away too; the stop goes on
+        pass
 
 
 @mythloop_task(name="shard", retries=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any, cast
 from uuid import UUID
 
 from prefect import flow
@@ -27,7 +28,7 @@ from prefect.artifacts import (
     create_progress_artifact,
     update_progress_artifact,
 )
-from prefect.futures import as_completed
+from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
 from prefect.states import State
 from prefect.transactions import CommitMode, transaction
@@ -211,7 +212,7 @@ class _FilmScenes:
                 futures = [pool.submit(scene.with_options(task_run_name=unit.label),
                                        {"scenes": quote(self), "unit": unit})
                            for unit in self.units]
-                for future in as_completed(futures):
+                for future in as_completed(cast("list[PrefectFuture[Any]]", futures)):
                     try:
                         future.result()
                     except SceneFailed as exc:

@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.client.schemas.objects import TaskRun
-from prefect.futures import PrefectFuture
+from prefect.futures import PrefectConcurrentFuture
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -100,9 +100,10 @@ class TaskPool:
 
     def __init__(self, max_workers: int) -> None:
         self.runner: ThreadPoolTaskRunner = ThreadPoolTaskRunner(max_workers=max_workers)
-        self.futures: list[PrefectFuture[Any]] = []
+        self.futures: list[PrefectConcurrentFuture[Any]] = []
 
-    def submit(self, task: Task[..., Any], parameters: dict[str, Any]) -> PrefectFuture[Any]:
+    def submit(self, task: Task[..., Any],
+               parameters: dict[str, Any]) -> PrefectConcurrentFuture[Any]:
         future = self.runner.submit(task, parameters)
         self.futures.append(future)
         return future
@@ -116,7 +117,9 @@ class TaskPool:
         if exc_type is None:
             self.runner.__exit__(None, None, None)  # every run is done by now
             return
-        for future in self.futures:  # queued runs never start; runs under way go on
-            wrapped = getattr(future, "wrapped_future", None)
-            if wrapped is not None:
-                wrapped.cancel()
+        self.cancel_queued()
+
+    def cancel_queued(self) -> None:
+        """Queued runs never start; runs under way go on."""
+        for future in self.futures:
+            future.wrapped_future.cancel()

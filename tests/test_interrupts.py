@@ -341,3 +341,6 @@ def test_ctrl_c_with_parallel_shards_starts_no_queued_shard(tmp_path):
     shards = sorted(name for name in _task_run_names(state) if name.startswith("shard-"))
     assert shards == sorted(f"shard-{name}" for name in started)
     assert not (results / "metrics.json").exists()
+    # the shards under way, in the task runner's threads, are recorded Crashed too
+    assert "RUNNING" not in _run_states(state, "flow_run")
+    assert "RUNNING" not in _run_states(state, "task_run")
