@@ -286,7 +286,7 @@ def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
     try:
         _wait_for("scene-01's render", lambda: any(
             "sandbox_init" in cmd for cmd in _descendants(proc.pid).values()), proc)
-        code, _ = _ctrl_c(proc)
+        code = _ctrl_c(proc)
         err = _text(state, "film", "err")
         assert code == 130, err[-3000:]
         _no_process_left(state)
@@ -328,7 +328,7 @@ def test_ctrl_c_with_parallel_shards_starts_no_queued_shard(tmp_path):
         _wait_for("two shards under way, one round done",
                   lambda: len(shard_dirs()) >= 2 and a_round_done(), proc)
         started = shard_dirs()
-        code, _ = _ctrl_c(proc)
+        code = _ctrl_c(proc)
         err = _text(state, "sweep", "err")
         assert code == 130, err[-3000:]
         _no_process_left(state)
