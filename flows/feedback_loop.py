@@ -40,7 +40,7 @@ import functools
 import shutil
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 from uuid import UUID
@@ -57,8 +57,16 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import StateType
 from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
+from prefect.events.filters import (
+    EventFilter,
+    EventNameFilter,
+    EventOccurredFilter,
+    EventOrder,
+    EventResourceFilter,
+)
 from prefect.exceptions import ObjectNotFound
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture, wait
+from prefect.settings import get_current_settings
 from prefect.states import Cancelled, Cancelling, Crashed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
@@ -98,6 +106,8 @@ from mythloop_tasks.nightly import record_night
 from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
+_SHARD_LOST_BEATS = 2  # heartbeats a running shard may miss (plus 10 s) before it is lost
+_SHARD_RESUBMITS = 2  # times one lost shard is submitted again before the sweep gives up
 
 
 @functools.lru_cache(maxsize=8)
@@ -437,19 +447,24 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
         "prompts_file": config.resolved_prompts_file() if config.prompts_file else None,
         "heldout_file": config.resolved_heldout_file(),
     }).model_dump(mode="json")
-    runs = {}
-    for cond, replicate in shard_plan(config):
-        name = f"{cond}-rep{replicate}"
+    plan = {f"{cond}-rep{replicate}": (cond, replicate) for cond, replicate in shard_plan(config)}
+
+    def submit(name: str):
+        """A flow run of the shard deployment named NAME (again, when its first was lost: the
+        shard resumes from its progress.json, redoing only the rounds not recorded complete)."""
+        cond, replicate = plan[name]
         try:
-            runs[name] = run_deployment(
+            return run_deployment(
                 str(config.shard_deployment), timeout=0, flow_run_name=name, tags=["shard"],
                 parameters={"config": shard_config, "cond": cond, "replicate": replicate,
                             "results_dir": str(results_dir)})
         except ObjectNotFound:
             raise ValueError(f"no deployment {config.shard_deployment!r} on this Prefect API; "
                              "deploy it first (docs/scaling.md)") from None
+
+    runs = {name: submit(name) for name in plan}
     say(f"[sweep] {len(runs)} shards submitted to {config.shard_deployment}")
-    ended = _wait_for_shards(runs, config, results_dir, progress_id)
+    ended = _wait_for_shards(runs, config, results_dir, progress_id, submit)
     failed = [f"{name} (flow run {run.id}: {run.state.name}: {(run.state.message or '')[:200]})"
               for name, run in ended.items() if not run.state.is_completed()]
     if failed:
@@ -460,17 +475,40 @@ def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:
             for cond, rep in shard_plan(config)]
 
 
-def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progress_id) -> dict:
-    """Poll the shards' flow runs until all are final; past shard_timeout, cancel and fail."""
+def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progress_id,
+                     submit=None) -> dict:
+    """Poll the shards' flow runs until all are final; past shard_timeout, cancel and fail.
+
+    A running shard whose process stopped sending flow-run heartbeats (its host or worker
+    killed with it) is marked Crashed and submitted again under its name, at most
+    _SHARD_RESUBMITS times; the new run resumes from the shard's progress.json."""
     deadline = time.monotonic() + config.shard_timeout if config.shard_timeout else None
     total = len(runs) * config.rounds
     seen: set[str] = set()
     last_done = -1
+    resubmits: dict[str, int] = {}
+    watch = _LostShards(submit)
     with get_client(sync_client=True) as client:
         while True:
             found = {run.id: run for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 id=FlowRunFilterId(any_=[run.id for run in runs.values()])))}
             runs = {name: found.get(run.id, run) for name, run in runs.items()}
+            for name, lost_for in watch.lost(client, runs).items():
+                if resubmits.get(name, 0) >= _SHARD_RESUBMITS:
+                    message = (f"no heartbeat for {lost_for:.0f} s: its process is gone; "
+                               f"submitted {_SHARD_RESUBMITS + 1} times, not again")
+                    client.set_flow_run_state(runs[name].id, Crashed(message=message),
+                                              force=True)
+                    continue
+                resubmits[name] = resubmits.get(name, 0) + 1
+                old = runs[name]
+                client.set_flow_run_state(old.id, Crashed(
+                    message=f"no heartbeat for {lost_for:.0f} s: its process is gone; "
+                            "the sweep submitted the shard again"), force=True)
+                runs[name] = submit(name)  # watch.lost() is {} when there is no submit
+                say(f"[sweep] shard {name}: lost (flow run {old.id}, no heartbeat for "
+                    f"{lost_for:.0f} s), submitted again as flow run {runs[name].id}; it "
+                    "resumes from its progress.json")
             final = {name for name, run in runs.items() if run.state and run.state.is_final()}
             for name in sorted(final - seen):
                 say(f"[sweep] shard {name}: {runs[name].state.name}")
@@ -495,6 +533,47 @@ def _wait_for_shards(runs: dict, config: SweepConfig, results_dir: Path, progres
                     + f". Scheduled ones were never taken: is a worker polling work pool "
                     f"{', '.join(pools)}?")
             time.sleep(_SHARD_POLL_S)
+
+
+class _LostShards:
+    """Which Running shards have gone quiet: no `prefect.flow-run.heartbeat` event (sent by
+    the shard's own process every PREFECT_FLOWS_HEARTBEAT_FREQUENCY seconds, 30 at the least)
+    for _SHARD_LOST_BEATS heartbeats plus a margin, counted from the later of its last
+    heartbeat and its Running state. The parent reads this Prefect setting from its own
+    environment: set it the same on the workers and where the parent runs (docs/scaling.md).
+    A worker killed alone leaves its shard's process, and so its heartbeats, alive."""
+
+    def __init__(self, submit) -> None:
+        beat = get_current_settings().flows.heartbeat_frequency if submit else None
+        self.quiet_s = _SHARD_LOST_BEATS * max(beat, 30) + 10.0 if beat else None
+        self.next_check = 0.0
+
+    def lost(self, client, runs: dict) -> dict[str, float]:
+        """name -> seconds quiet, for each running shard quiet longer than quiet_s."""
+        running = {name: run for name, run in runs.items()
+                   if run.state is not None and run.state.is_running()}
+        if self.quiet_s is None or not running or time.monotonic() < self.next_check:
+            return {}
+        self.next_check = time.monotonic() + self.quiet_s / 6
+        now = datetime.now(UTC)
+        page = client.read_events(EventFilter(
+            occurred=EventOccurredFilter(since=now - timedelta(seconds=3 * self.quiet_s)),
+            event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+            resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"
+                                             for run in running.values()]),
+            order=EventOrder.DESC), limit=50)
+        last: dict[str, datetime] = {}
+        for event in page.events:
+            rid = event.resource.id
+            last[rid] = max(last.get(rid, event.occurred), event.occurred)
+        quiet = {}
+        for name, run in running.items():
+            since = [t for t in (run.state.timestamp, last.get(f"prefect.flow-run.{run.id}"))
+                     if t is not None]
+            seconds = (now - max(since)).total_seconds() if since else 0.0
+            if seconds > self.quiet_s:
+                quiet[name] = seconds
+        return quiet
 
 
 def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> SweepOutcome:

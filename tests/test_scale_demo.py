@@ -14,7 +14,12 @@ import json
 import pytest
 
 from mythloop.procs import port_listening
-from mythloop_app.scale.demo import demo_config, run_sharded_sweep
+from mythloop_app.scale.demo import (
+    comparable_metrics,
+    demo_config,
+    run_sharded_sweep,
+    run_sweep_killing_a_worker,
+)
 from mythloop_app.scale.stack import ScaleStack
 
 pytestmark = pytest.mark.slow
@@ -86,6 +91,18 @@ def test_a_failed_shard_fails_the_sweep_naming_it(stack, tmp_path):
     assert json.loads((results / "c0-rep1" / "progress.json").read_text())[
         "completed_rounds"] == [0]  # the other shard's work is kept
     assert not (results / "report.md").exists()  # no analysis of a partial sweep
+
+
+def test_a_worker_killed_mid_shard_costs_nothing_but_time(stack, tmp_path):
+    """SIGKILL to the worker running c0-rep1 and to the shard's process once its round 1 is
+    recorded (a host lost): the parent notices the shard's heartbeats stopped, marks that run
+    Crashed and submits the shard again; it resumes from its progress.json and the sweep ends
+    with the metrics of the same sweep run undisturbed."""
+    lost = run_sweep_killing_a_worker(stack, tmp_path / "killed", tmp_path / "reference")
+    assert lost["problems"] == [], lost
+    assert lost["killed"]["rounds_then"] == [0]
+    assert lost["states"] == ["CRASHED", "COMPLETED"]
+    assert comparable_metrics(tmp_path / "killed") == comparable_metrics(tmp_path / "reference")
 
 
 def test_stopping_the_stack_leaves_no_process_or_port(stack):

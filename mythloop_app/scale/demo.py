@@ -1,11 +1,14 @@
 """`make scale-demo`: a sharded sweep on PostgreSQL-backed Prefect with two workers, checked.
 
     python -m mythloop_app.scale.demo [--workers 2] [--rounds 2] [--replicates 2] [--keep]
+                                      [--no-kill]
 
 Starts PostgreSQL, a Prefect server on it, the `mythloop` process work pool and the workers;
 deploys condition-run; runs the parent sweep (2 conditions x 2 replicates x 2 rounds, simulated
 judge) whose shards the workers take; checks every shard ran as a deployment flow run on a
-worker and the report covers all of them; stops everything. Exit 1 when a check fails.
+worker and the report covers all of them; then (unless --no-kill) kills the worker running a
+shard, with the shard's process, mid-shard and checks the sweep still ends with the metrics of
+an undisturbed run; stops everything. Exit 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mythloop.procs import tree_pids, wait_until
 from mythloop.settings import get_settings
 from mythloop.sweep import SweepConfig
 from mythloop.sweep.shards import shard_plan
@@ -25,7 +30,8 @@ from mythloop_app.scale import api
 from mythloop_app.scale.driver import SHARD_DEPLOYMENT
 from mythloop_app.scale.stack import POOL, ScaleStack
 
-__all__ = ["demo_config", "shard_facts", "check_sharded_sweep", "run_sharded_sweep", "main"]
+__all__ = ["demo_config", "shard_facts", "check_sharded_sweep", "run_sharded_sweep",
+           "run_sweep_killing_a_worker", "comparable_metrics", "main"]
 
 
 def demo_config(results_dir: Path, rounds: int = 2, replicates: int = 2,
@@ -113,6 +119,101 @@ def run_sharded_sweep(stack: ScaleStack, results_dir: Path, *, rounds: int = 2,
             "problems": check_sharded_sweep(stack, config, result, facts)}
 
 
+def comparable_metrics(results_dir: Path) -> dict:
+    """metrics.json less the run's own metadata (paths, times): what the analysis computed."""
+    metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
+    metrics.pop("sweep", None)
+    return metrics
+
+
+def _completed_rounds(progress: Path) -> list[int] | None:
+    try:
+        return json.loads(progress.read_text(encoding="utf-8"))["completed_rounds"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def run_sweep_killing_a_worker(stack: ScaleStack, results_dir: Path, reference_dir: Path, *,
+                               rounds: int = 3, shard: str = "c0-rep1",
+                               timeout: float = 1500.0) -> dict:
+    """A host lost mid-shard: the same sweep (c0, c3 x 1 replicate) run twice on the stack,
+    undisturbed into reference_dir, then into results_dir with the worker that runs `shard`
+    SIGKILLed together with the shard's process once its round 1 is recorded; a new worker
+    is started in its place. The sweep must finish, that shard submitted again and completed,
+    with metrics identical to the undisturbed run's."""
+    ids = stack.deployment_ids or stack.deploy()
+    shard_id = ids[SHARD_DEPLOYMENT]
+    stack.run_sweep(demo_config(reference_dir, rounds, 1, shard_timeout=timeout - 60),
+                    timeout=timeout)
+    before = {run["id"] for run in api.flow_runs(stack.api_url, deployment_id=shard_id)}
+    config = demo_config(results_dir, rounds, 1, shard_timeout=timeout - 60)
+    outcome: dict = {}
+
+    def parent() -> None:  # the parent sweep's driver lives as long as this thread
+        try:
+            outcome["result"] = stack.run_sweep(config, timeout=timeout)
+        except BaseException as exc:  # reported below
+            outcome["error"] = exc
+
+    started = time.monotonic()
+    thread = threading.Thread(target=parent, name="parent-sweep", daemon=True)
+    thread.start()
+    progress = results_dir / shard / "progress.json"
+    found: dict = {}
+
+    def shard_process_found() -> bool:  # which worker started the shard's process, and its pid
+        if not thread.is_alive():
+            return True
+        for run in api.flow_runs(stack.api_url, deployment_id=shard_id):
+            if run["name"] == shard and run["id"] not in before and run["infrastructure_pid"]:
+                pid = int(str(run["infrastructure_pid"]).rsplit(":", 1)[-1])
+                for name, proc in stack.procs.items():
+                    if name.startswith("worker-") and pid in tree_pids(proc.pid):
+                        found.update(worker=name, pid=pid, flow_run_id=run["id"])
+                        return True
+        return False
+
+    wait_until(shard_process_found, timeout, f"the process running {shard}", interval=0.5)
+    wait_until(lambda: _completed_rounds(progress) is not None or not thread.is_alive(),
+               timeout, f"{shard} round 1 recorded", interval=0.1)
+    problems = []
+    killed: dict = {}
+    if thread.is_alive() and found:
+        stack.kill_worker(found["worker"], found["pid"])
+        killed_utc = datetime.now(UTC)
+        killed = {**found, "rounds_then": _completed_rounds(progress),
+                  "at_s": round(time.monotonic() - started, 1)}
+        stack.add_workers(1)  # the host comes back, as a new worker
+    if not killed:
+        problems.append(f"{shard} ended (or was not found) before it could be killed")
+    elif killed["rounds_then"] != [0]:
+        problems.append(f"{shard} was killed after rounds {killed['rounds_then']}, not mid-shard")
+    thread.join(timeout)
+    wall = time.monotonic() - started
+    if "error" in outcome or thread.is_alive():
+        problems.append(f"the sweep did not finish after the kill: {outcome.get('error')}")
+        return {"killed": killed, "problems": problems, "wall_s": round(wall, 1)}
+    runs = sorted((r for r in api.flow_runs(stack.api_url, deployment_id=shard_id)
+                   if r["name"] == shard and r["id"] not in before), key=lambda r: r["created"])
+    states = [r["state_type"] for r in runs]
+    if killed and states != ["CRASHED", "COMPLETED"]:
+        problems.append(f"{shard}'s flow runs ended {states}, not CRASHED then COMPLETED")
+    resubmitted_s = None
+    if len(runs) == 2 and killed:
+        resubmitted_s = round((datetime.fromisoformat(runs[1]["created"])
+                               - killed_utc).total_seconds(), 1)
+    if comparable_metrics(results_dir) != comparable_metrics(reference_dir):
+        problems.append("metrics.json differs from the undisturbed run's")
+    for name in (shard, "c3-rep1"):
+        mine, ref = (d / name / "turns.jsonl" for d in (results_dir, reference_dir))
+        if mine.read_text().count("\n") != ref.read_text().count("\n"):
+            problems.append(f"{name}/turns.jsonl has not as many rows as the undisturbed run's")
+        if _completed_rounds(d := results_dir / name / "progress.json") != list(range(rounds)):
+            problems.append(f"{d} does not record every round complete")
+    return {"killed": killed, "states": states, "resubmitted_s": resubmitted_s,
+            "wall_s": round(wall, 1), "problems": problems}
+
+
 def _print_facts(facts: list[dict]) -> None:
     print(f"{'shard':10} {'state':10} {'worker':10} {'pid':>8}  flow run")
     for f in facts:
@@ -129,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, default=None,
                         help="default: <state>/results/scale-demo-<UTC stamp>")
     parser.add_argument("--keep", action="store_true", help="keep the stack's logs folder")
+    parser.add_argument("--no-kill", action="store_true",
+                        help="skip the worker-killed-mid-shard step (two more sweeps)")
     args = parser.parse_args(argv)
     results_dir = (args.results_dir or get_settings().resolved_results_dir
                    / f"scale-demo-{datetime.now(UTC):%Y%m%dT%H%M%SZ}").resolve()
@@ -144,6 +247,16 @@ def main(argv: list[str] | None = None) -> int:
                                 replicates=args.replicates)
         _print_facts(run["facts"])
         print(f"[scale] sweep wall {run['wall_s']} s; report: {run['result']['report']}")
+        if not args.no_kill:
+            print("[scale] a worker killed mid-shard: the same sweep undisturbed, then again "
+                  "with the worker running c0-rep1 SIGKILLed with its shard ...", flush=True)
+            lost = run_sweep_killing_a_worker(stack, results_dir.with_name(
+                results_dir.name + "-killed"), results_dir.with_name(results_dir.name + "-ref"))
+            print(f"[scale] killed {lost['killed']}; c0-rep1 flow runs {lost.get('states')}; "
+                  f"submitted again {lost.get('resubmitted_s')} s after the kill; sweep wall "
+                  f"{lost['wall_s']} s; metrics "
+                  f"{'differ' if any('metrics' in p for p in lost['problems']) else 'identical'}")
+            run["problems"] += lost["problems"]
     finally:
         print("[scale] stopping everything ...", flush=True)
         stack.stop()

@@ -8,9 +8,11 @@ pool and N workers, every piece a child process on loopback, all stopped by `sto
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,8 +30,10 @@ from mythloop.procs import (
     log_tail,
     marked_pids,
     port_listening,
+    signal_group,
     start_process,
     stop_process,
+    tree_pids,
     wait_until,
 )
 from mythloop.settings import get_settings
@@ -66,6 +70,8 @@ class ScaleStack:
     """Keep the temporary folder (logs, results) after stop()."""
     worker_poll_s: float = 2.0
     """PREFECT_WORKER_QUERY_SECONDS (Prefect's default is 10 s)."""
+    heartbeat_s: int = 30
+    """PREFECT_FLOWS_HEARTBEAT_FREQUENCY of workers and parent (Prefect's default is 180 s)."""
     startup_timeout: float = 240.0
     tag: str = field(default_factory=lambda: uuid.uuid4().hex)
     port: int = field(default_factory=free_port)
@@ -105,7 +111,10 @@ class ScaleStack:
         """For processes that talk to the API (workers, driver commands, the CLI)."""
         database = ({DATABASE_ENV: f"PostgreSQL on {self.postgres.host}:{self.postgres.port}"}
                     if self.postgres else {})  # named by the CLI's line if it goes down
+        # Shard processes send a flow-run heartbeat every 30 s (Prefect's least); the parent
+        # sweep, reading the same setting, resubmits a running shard that goes quiet.
         return self.env(PREFECT_API_URL=self.api_url,
+                        PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(self.heartbeat_s),
                         PREFECT_WORKER_QUERY_SECONDS=str(self.worker_poll_s),
                         PREFECT_WORKER_PREFETCH_SECONDS=str(self.worker_poll_s), **database)
 
@@ -205,6 +214,17 @@ class ScaleStack:
         path = self.root / "sweep-config.json"
         write_text_atomic(path, config.model_dump_json(indent=2))
         return self.driver("sweep", "--config", str(path), timeout=timeout, name="parent")
+
+    def kill_worker(self, name: str, flow_run_pid: int | None = None) -> None:
+        """SIGKILL worker NAME (a host lost), with the flow run process it started, if given:
+        no clean-up of either, as when the host goes away."""
+        proc = self.procs.pop(name)
+        shard = [flow_run_pid, *tree_pids(flow_run_pid)] if flow_run_pid else []
+        signal_group(proc.pid, signal.SIGKILL)  # the worker leads a session of its own
+        for pid in shard:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
     def log(self, name: str, lines: int = 30) -> str:
         return log_tail(self.root / "logs" / f"{name}.log", lines)
