@@ -259,3 +259,25 @@ def test_sweep_without_sandboxes(tmp_path):
     (tmp_path / "sweep.json").write_text("{}")
     with pytest.raises(AnalysisError, match="no <cond>-rep<k>"):
         load_results(tmp_path)
+
+
+def test_rows_are_held_without_unread_fields_and_the_metrics_do_not_change(tmp_path, monkeypatch):
+    """load_results leaves out the fields no metric reads (a ranked skill's breakdown, a turn's
+    reply tail) and shares the rows' strings; the metrics are those of the rows as on disk."""
+    import mythloop.analysis.load as load
+
+    root = tmp_path / "r"
+    shutil.copytree(DATA, root)
+    round_file = root / "c3-rep1" / "round_0.jsonl"  # as the sweep writes it: with a breakdown
+    lines = [json.loads(line) for line in round_file.read_text().splitlines() if line.strip()]
+    round_file.write_text("".join(json.dumps({**row, "breakdown": {"semantic": row["score"]}})
+                                  + "\n" for row in lines))
+    box = load_results(root).sandboxes[("c3", 1)]
+    rows = box.rounds[0]
+    assert rows and all(not set(r) & load.UNREAD_FIELDS[load.MeasurementRow] for r in rows)
+    assert box.turns and all(not set(t) & load.UNREAD_FIELDS[load.TurnRow] for t in box.turns)
+    assert rows[0]["cond"] is rows[-1]["cond"]  # one string, shared
+    slim = json.loads(analyze(root).metrics_path.read_text())
+    monkeypatch.setattr(load, "UNREAD_FIELDS", {})
+    full = json.loads(analyze(root).metrics_path.read_text())
+    assert slim == full
