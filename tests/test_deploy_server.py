@@ -26,11 +26,11 @@ from waiting import settle, wait_for
 pytestmark = pytest.mark.slow
 
 FILM_STEPS = ["intent", "cartographer", "curriculum", "math-director", "cinematographer",
-              "scene-composer", "codegen", "verify-scene-01", "verify-scene-02",
-              "verify-scene-03", "render-scene-01", "render-scene-02", "render-scene-03",
-              "stitch", "subtitles-and-voice"]
-# the offline film is three scenes, each verified and rendered alone, then stitched and
-# given its subtitles
+              "scene-composer", "codegen", "scene-01", "scene-02", "scene-03",
+              "verify-scene-01", "verify-scene-02", "verify-scene-03", "render-scene-01",
+              "render-scene-02", "render-scene-03", "stitch", "subtitles-and-voice"]
+# the offline film is three scenes, each a task run (a node of the run graph) with its verify
+# and render inside, then stitched and given its subtitles
 LLM_LIMIT = 3  # not the default (4): proves serve reads MYTHLOOP_LLM_CONCURRENCY
 STARTUP_S = 300.0
 
