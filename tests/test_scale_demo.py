@@ -93,6 +93,7 @@ def test_a_failed_shard_fails_the_sweep_naming_it(stack, tmp_path):
     assert not (results / "report.md").exists()  # no analysis of a partial sweep
 
 
+@pytest.mark.scale_long
 def test_a_worker_killed_mid_shard_costs_nothing_but_time(stack, tmp_path):
     """SIGKILL to the worker running c0-rep1 and to the shard's process once its round 1 is
     recorded (a host lost): the parent notices the shard's heartbeats stopped, marks that run
