@@ -87,6 +87,15 @@ def _ctrl_c(proc: subprocess.Popen) -> int:
     return code
 
 
+
+def _ctrl_c_ends_cleanly(proc: subprocess.Popen, state: Path, command: str) -> None:
+    """Ctrl-C: the command exits 130 and leaves no process behind."""
+    code = _ctrl_c(proc)
+    err = _text(state, command, "err")
+    assert code == 130, err[-3000:]
+    _no_process_left(state)
+
+
 def _no_process_left(state: Path) -> None:
     assert settle(lambda: _processes_of(state), 30, until=lambda left: not left,
                   interval=0.2) == []  # a process may still be being reaped
@@ -286,10 +295,7 @@ def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
     try:
         _wait_for("scene-01's render", lambda: any(
             "sandbox_init" in cmd for cmd in _descendants(proc.pid).values()), proc)
-        code = _ctrl_c(proc)
-        err = _text(state, "film", "err")
-        assert code == 130, err[-3000:]
-        _no_process_left(state)
+        _ctrl_c_ends_cleanly(proc, state, "film")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -328,10 +334,7 @@ def test_ctrl_c_with_parallel_shards_starts_no_queued_shard(tmp_path):
         _wait_for("two shards under way, one round done",
                   lambda: len(shard_dirs()) >= 2 and a_round_done(), proc)
         started = shard_dirs()
-        code = _ctrl_c(proc)
-        err = _text(state, "sweep", "err")
-        assert code == 130, err[-3000:]
-        _no_process_left(state)
+        _ctrl_c_ends_cleanly(proc, state, "sweep")
     finally:
         if proc.poll() is None:
             proc.kill()

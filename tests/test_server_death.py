@@ -15,6 +15,7 @@ import os
 import shlex
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from test_interrupts import (  # noqa: F401  (uninterrupted: a module-scoped fixture)
@@ -39,21 +40,22 @@ PREFIX = "error: the temporary Prefect server (pid "
 RESUME = ", then rerun the same command to resume: "
 
 
+def _round_1_done(results: Path) -> bool:
+    """c0-rep1 has recorded its first round (and only that one)."""
+    try:
+        progress = json.loads((results / "c0-rep1" / "progress.json").read_text())
+        return progress["completed_rounds"] == [0]
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def test_a_killed_temporary_server_costs_one_line_and_the_rerun_resumes(tmp_path,
                                                                         uninterrupted):  # noqa: F811
     state = tmp_path / "state"
     results = tmp_path / "results"
     proc = _start([*SWEEP, "--results-dir", str(results)], state, "sweep")
     try:
-        progress = results / "c0-rep1" / "progress.json"
-
-        def round_1_done():
-            try:
-                return json.loads(progress.read_text())["completed_rounds"] == [0]
-            except (OSError, ValueError, KeyError):
-                return False
-
-        _wait_for("c0-rep1 round 1 done", round_1_done, proc)
+        _wait_for("c0-rep1 round 1 done", lambda: _round_1_done(results), proc)
         servers = [pid for pid, cmd in _descendants(proc.pid).items()
                    if "prefect.server.api.server:create_app" in cmd]
         assert len(servers) == 1, _descendants(proc.pid)
@@ -116,15 +118,7 @@ def test_a_killed_mythloop_server_costs_one_line_and_the_rerun_resumes(tmp_path,
     server, prefect_pid = _mythloop_server(state, port, "server")
     proc = _start_against([*SWEEP, "--results-dir", str(results)], state, "sweep", api_url)
     try:
-        progress = results / "c0-rep1" / "progress.json"
-
-        def round_1_done():
-            try:
-                return json.loads(progress.read_text())["completed_rounds"] == [0]
-            except (OSError, ValueError, KeyError):
-                return False
-
-        _wait_for("c0-rep1 round 1 done", round_1_done, proc)
+        _wait_for("c0-rep1 round 1 done", lambda: _round_1_done(results), proc)
         os.killpg(prefect_pid, signal.SIGKILL)  # the server, then the command that ran it
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
