@@ -87,6 +87,32 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
         rows.append(("film", "replay film <= 1.15x plain manim + 15 s",
                      f"{film['film_s']['median']:.1f} s vs {film['budget_s']:.1f} s",
                      film["film_s"]["median"] <= film["budget_s"]))
+    meta = parts.get("metatool", {}).get("figures")
+    if meta and not meta.get("returncode") and meta.get("heldout"):
+        rows.append(("metatool", "the sweep at benchmark size <= 600 s wall",
+                     _n(meta["wall_s"], " s", 0), meta["wall_s"] <= 600))
+        rows.append(("metatool", "peak memory <= 1.5 GB", _n(meta["peak_tree_rss_mb"], " MB", 0),
+                     meta["peak_tree_rss_mb"] <= 1536))
+        lat = meta.get("rank_ms_c4") or meta.get("rank_ms_c3")
+        if lat:
+            rows.append(("metatool", "ranking p50, 199 skills, every verdict stored <= 2 ms",
+                         _n(lat["p50"], " ms", 2), lat["p50"] <= 2.0))
+        held = meta["heldout"]
+        base = held.get("c0", [])
+        learners = {c: rows_ for c, rows_ in held.items() if c != "c0" and rows_}
+        if learners:
+            best = max(learners, key=lambda c: learners[c][-1]["hit@1"])
+            last = learners[best][-1]
+            rows.append(("metatool", "best learning condition, last round: dev hit@1 >= 0.70",
+                         f"{last['hit@1']:.3f} ({best})", last["hit@1"] >= 0.70))
+            rows.append(("metatool", "best learning condition, last round: dev hit@5 >= 0.90",
+                         f"{last['hit@5']:.3f} ({best})", last["hit@5"] >= 0.90))
+            if base:
+                below = sorted(c for c, rows_ in learners.items()
+                               if any(r[k] < b[k] - 1e-9 for r, b in zip(rows_, base, strict=False)
+                                      for k in ("hit@1", "hit@5")))
+                rows.append(("metatool", "no learning condition below C0 on dev hit@1/hit@5, any "
+                             "round", "below: " + (", ".join(below) or "none"), not below))
     bad = parts.get("bad_input", {}).get("figures")
     if bad:
         rows.append(("bad_input", "each bad input answered in one line in < 1 s (median)",

@@ -52,15 +52,17 @@ class Settings(BaseSettings):
     w_related: float = Field(0.10, validation_alias=_env("W_RELATED"))
     related_k: int = Field(40, validation_alias=_env("RELATED_K"))
     """How many verdict-reason embeddings nearest the query feed the `related` term."""
-    # C4 (the agreement rule) also matches a new prompt against more past prompts, and adds
-    # a lexical signal (docs/blend.md, "C4 on a public benchmark"); C3 keeps the reference blend.
-    c4_w_context: float = Field(0.5, validation_alias=_env("C4_W_CONTEXT"))
+    # C4 (the agreement rule) also matches a new prompt against a skill's past prompts as one
+    # prototype, and adds a lexical signal (docs/blend.md, "C4 on a public benchmark"); C3
+    # keeps the reference blend.
+    c4_w_context: float = Field(1.0, validation_alias=_env("C4_W_CONTEXT"))
     """C4: weight of the context terms."""
-    c4_context_k: int = Field(10, validation_alias=_env("C4_CONTEXT_K"))
-    """C4: only the k kept past prompts nearest the query (over all skills) feed the context
-    terms (0: all). C3 matches each skill's 3 newest per polarity."""
+    c4_prototype: bool = Field(True, validation_alias=_env("C4_PROTOTYPE"))
+    """C4: help_match is the cosine with the skill's prototype (the mean of its kept helpful
+    prompts, up to 20); off: the best single match among them. C3 matches its 3 newest."""
     c4_w_lexical: float = Field(0.2, validation_alias=_env("C4_W_LEXICAL"))
-    """C4: weight of the lexical signal (BM25 over name + description, best skill = 1)."""
+    """C4: weight of the lexical signal (BM25 over name + description and the prompts the skill
+    was judged helpful for, best skill = 1)."""
 
     abstain_threshold: float = Field(0.45, validation_alias=_env("ABSTAIN_THRESHOLD"))
     """A null prompt abstains when its top score is under this."""

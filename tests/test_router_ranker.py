@@ -212,10 +212,10 @@ def _agreement_expected(catalog, embedder, history, query, related_k):
 
 def test_agreement_matches_hand_computed_formula(tmp_path, catalog, embedder):
     store = build_store(tmp_path / "s.db", catalog, embedder)
-    # C4's benchmark levers (context weight, nearest-k contexts, lexical) set to C3's values:
-    # the agreement gating alone (test_c4_levers below covers the levers).
+    # C4's benchmark levers (context weight, prototype, lexical) set to C3's values: the
+    # agreement gating alone (test_c4_levers below covers the levers).
     settings = get_settings(eval_blend=True, related_k=40, c4_w_context=W["context"],
-                            c4_context_k=0, c4_w_lexical=0.0)
+                            c4_prototype=False, c4_w_lexical=0.0)
     c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
     c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
                                     agreement=True).rank(QUERY, top_k=None)}
@@ -258,18 +258,30 @@ def test_agreement_demotes_a_credibly_harmful_skill_and_spares_a_flipped_real_on
     assert c4["regex-debugger"].rank == 1
 
 
-def test_c4_levers_nearest_contexts_and_lexical(tmp_path, catalog, embedder):
-    """C4 matches only the k past prompts nearest the query (over all skills) and adds BM25
-    over name + description; C3 keeps neither."""
-    store = build_store(tmp_path / "s.db", catalog, embedder)
+def test_c4_levers_prototype_and_lexical(tmp_path, catalog, embedder):
+    """C4 matches a query against each skill's prototype (the mean of its helpful past
+    prompts, renormalised) and adds BM25 over name + description; C3 keeps neither."""
+    history = [(f"s{i}", text, "regex-debugger", "HELPFUL", f"regex advice that helped {i}")
+               for i, text in enumerate(["why is my regex slow on long lines",
+                                         "catastrophic backtracking in a pattern",
+                                         "speed up a regular expression"])]
+    store = build_store(tmp_path / "s.db", catalog, embedder, history)
     base = dict(eval_blend=True, related_k=40, c4_w_context=W["context"], c4_w_lexical=0.0)
-    wide = Router(catalog, store, embedder, get_settings(**base, c4_context_k=0),
-                  agreement=True).rank(QUERY, top_k=None)
-    near = Router(catalog, store, embedder, get_settings(**base, c4_context_k=1),
-                  agreement=True).rank(QUERY, top_k=None)
-    with_ctx = [r.name for r in wide if r.breakdown["help_match"] or r.breakdown["harm_match"]]
-    near_ctx = [r.name for r in near if r.breakdown["help_match"] or r.breakdown["harm_match"]]
-    assert len(with_ctx) > 1 and len(near_ctx) <= 2 and set(near_ctx) <= set(with_ctx)
+    proto = {r.name: r for r in Router(catalog, store, embedder, get_settings(**base),
+                                       agreement=True).rank(QUERY, top_k=None)}
+    best = {r.name: r for r in Router(catalog, store, embedder,
+                                      get_settings(**base, c4_prototype=False),
+                                      agreement=True).rank(QUERY, top_k=None)}
+    vecs = embedder.embed([text for _, text, *_ in history])
+    mean = vecs.sum(axis=0)
+    mean /= np.linalg.norm(mean)
+    q = embedder.embed_one(QUERY)
+    assert proto["regex-debugger"].breakdown["help_match"] == pytest.approx(float(mean @ q), abs=1e-5)
+    assert best["regex-debugger"].breakdown["help_match"] == pytest.approx(float((vecs @ q).max()),
+                                                                           abs=1e-5)
+    assert proto["regex-debugger"].breakdown["help_match"] != pytest.approx(
+        best["regex-debugger"].breakdown["help_match"], abs=1e-4)
+    assert all(r.breakdown["help_match"] == 0.0 for n, r in proto.items() if n != "regex-debugger")
     lex = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5}),
                  agreement=True).rank(QUERY, top_k=None)
     c3 = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5})).rank(
@@ -282,3 +294,22 @@ def test_c4_levers_nearest_contexts_and_lexical(tmp_path, catalog, embedder):
         if row.score != -1.0:  # archived stays -1
             assert row.score == pytest.approx(plain[row.name] + 0.5 * row.breakdown["lexical"]
                                               * row.breakdown["status_mult"], abs=1e-6)
+
+
+def test_c4_lexical_learns_the_words_of_helpful_prompts(tmp_path, catalog, embedder):
+    """A word no skill's name or description holds scores nothing until a prompt holding it
+    was judged HELPFUL for a skill; then C4's BM25 finds that skill for it (C3: no lexical)."""
+    query = "tidy up my zorblax pipeline"
+    settings = get_settings(eval_blend=True, c4_w_lexical=0.5)
+    empty = VerdictStore(tmp_path / "empty.db")
+    before = Router(catalog, empty, embedder, settings, agreement=True).rank(query, top_k=None)
+    assert all(r.breakdown["lexical"] == 0.0 for r in before if "zorblax" not in r.description)
+    history = [("z1", "my zorblax build keeps failing", "docker-compose-basics", "HELPFUL",
+                "compose advice that fixed the build")]
+    store = build_store(tmp_path / "s.db", catalog, embedder, history)
+    router = Router(catalog, store, embedder, settings, agreement=True)
+    after = {r.name: r for r in router.rank(query, top_k=None)}
+    assert after["docker-compose-basics"].breakdown["lexical"] == pytest.approx(1.0)
+    assert sum(r.breakdown["lexical"] > 0 for r in after.values()) == 1
+    c3 = Router(catalog, store, embedder, settings).rank(query, top_k=None)
+    assert all(r.breakdown["lexical"] == 0.0 for r in c3)

@@ -7,9 +7,10 @@
             + w_related * (related_helpful - related_harmful) ) * status_mult
 
 C3 matches each skill's 3 newest past prompts per polarity and has no lexical term. C4 adds
-`w_lexical * lexical` (BM25 over name + description, the best skill scoring 1), matches the
-query against the c4_context_k kept past prompts nearest it over all skills (a skill none of
-them belongs to gets no context term), and weights the context terms with c4_w_context
+`w_lexical * lexical` (BM25 over name + description and the past prompts the skill was judged
+helpful for, the best skill scoring 1), takes help_match as the cosine with the skill's
+*prototype* (the mean of its kept helpful prompts, renormalised) and harm_match as the best
+match among its kept harmful prompts, and weights the context terms with c4_w_context
 (docs/blend.md).
 
 archived forces final = -1.0; blend off gives final = semantic.
@@ -48,9 +49,9 @@ __all__ = ["Router", "RankedSkill", "BREAKDOWN_KEYS", "AGREEMENT_PRIOR", "AGREEM
 AGREEMENT_PRIOR = (1.0, 1.0)
 """C4: Beta prior pseudo-counts (harmful a0, helpful b0) on a skill's harmful share."""
 AGREEMENT_CREDIBILITY = 0.9
+"""C4: posterior probability P(harmful share > 1/2) a skill needs before it is demoted."""
 C3_CONTEXTS = 3
 """C3: past prompts per skill and polarity its context terms match (the newest)."""
-"""C4: posterior probability P(harmful share > 1/2) a skill needs before it is demoted."""
 
 BREAKDOWN_KEYS = (
     "semantic", "lexical", "count_bonus", "help_match", "harm_match",
@@ -137,8 +138,9 @@ class Router:
         self.c4_weights = {**self.weights, "context": settings.c4_w_context,
                            "lexical": settings.c4_w_lexical}
         self.weights["lexical"] = 0.0
-        self.c4_context_k = max(0, int(settings.c4_context_k))
+        self.c4_prototype = bool(settings.c4_prototype)
         self._lexical: BM25 | None = None  # BM25 index, built on first use
+        self._lexical_docs: tuple[str, ...] = ()  # the learned prompts it was built with
         self.related_k = max(0, int(settings.related_k))
         self.index = {s.name: i for i, s in enumerate(skills)}
         n = len(skills)
@@ -182,11 +184,17 @@ class Router:
         text, which the lexical signal needs)."""
         return self._score(qvec, self.refresh() if self.blend else None, query)
 
-    def _lexical_scores(self, query: str) -> np.ndarray:
-        """BM25 of the query over the skills' name + description, best skill = 1."""
-        if self._lexical is None:
-            self._lexical = BM25([f"{name_text(s.name)} {s.description}" for s in self.skills])
-        return self._lexical.normalised(query)
+    def _lexical_scores(self, query: str, learned: tuple[str, ...] = ()) -> np.ndarray:
+        """BM25 of the query over the skills' name + description (+ the prompts each was
+        judged helpful for, `learned`), best skill = 1. Rebuilt when `learned` changes."""
+        with self._lock:
+            if self._lexical is None or learned != self._lexical_docs:
+                docs = [f"{name_text(s.name)} {s.description}" for s in self.skills]
+                if learned:
+                    docs = [f"{d} {extra}" for d, extra in zip(docs, learned, strict=True)]
+                self._lexical, self._lexical_docs = BM25(docs), learned
+            index = self._lexical
+        return index.normalised(query)
 
     def _score(self, qvec: np.ndarray, a: VerdictArrays | None,
                query: str | None = None) -> dict[str, np.ndarray]:
@@ -202,11 +210,13 @@ class Router:
                     "status_mult": np.ones(n), "final": semantic}
         assert a is not None  # the blend reads the verdict arrays
         w = self.c4_weights if self.agreement else self.weights
-        k = self.c4_context_k if self.agreement else 0
-        help_match = a.help.max_per_skill(q, n, k)
-        harm_match = a.harm.max_per_skill(q, n, k)
-        lexical = (self._lexical_scores(query) if w["lexical"] and query is not None
-                   else zeros)
+        if self.agreement and self.c4_prototype:
+            help_match = a.help.prototype_per_skill(q, n)
+        else:
+            help_match = a.help.max_per_skill(q, n)
+        harm_match = a.harm.max_per_skill(q, n)
+        lexical = (self._lexical_scores(query, a.help_texts if self.agreement else ())
+                   if w["lexical"] and query is not None else zeros)
         rel_help, rel_harm = a.related(q, n, self.related_k)
         total = a.helpful + a.harmful
         count_bonus = np.where(

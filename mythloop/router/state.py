@@ -22,18 +22,31 @@ class Groups:
     vecs: np.ndarray  # (m, d) float32, rows of one skill contiguous
     starts: np.ndarray  # (g,) first row of each group
     skills: np.ndarray  # (g,) skill index of each group
+    protos: np.ndarray  # (g, d) float32: each group's mean vector, renormalised (its prototype)
 
     @classmethod
     def build(cls, skill_idx: Sequence[int], vecs: Sequence[np.ndarray], dim: int) -> Groups:
         """Group vectors by skill index."""
         if not len(skill_idx):
-            return cls(np.zeros((0, dim), np.float32), np.zeros(0, np.intp), np.zeros(0, np.intp))
+            empty = np.zeros((0, dim), np.float32)
+            return cls(empty, np.zeros(0, np.intp), np.zeros(0, np.intp), empty)
         idx = np.asarray(skill_idx, dtype=np.intp)
         order = np.argsort(idx, kind="stable")
         idx = idx[order]
         mat = np.ascontiguousarray(np.stack(vecs)[order], dtype=np.float32)
         starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
-        return cls(mat, starts, idx[starts])
+        sums = np.add.reduceat(mat, starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        protos = np.ascontiguousarray(sums / np.maximum(norms, 1e-12), dtype=np.float32)
+        return cls(mat, starts, idx[starts], protos)
+
+    def prototype_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
+        """Cosine of q with each skill's prototype (the mean of its vectors, renormalised);
+        0 for skills without vectors."""
+        out = np.zeros(n)
+        if self.protos.shape[0]:
+            out[self.skills] = self.protos @ q
+        return out
 
     def max_per_skill(self, q: np.ndarray, n: int, k: int = 0) -> np.ndarray:
         """Highest cosine with q per skill; 0 for skills without vectors. With k > 0 only the
@@ -66,6 +79,8 @@ class VerdictArrays:
     reason_vecs: np.ndarray  # (r, d)
     reason_skill: np.ndarray  # (r,)
     reason_harmful: np.ndarray  # (r,) bool
+    help_texts: tuple[str, ...] = ()
+    """Per skill, the kept prompts it was judged helpful for, joined (C4's lexical document)."""
 
     @classmethod
     def empty(cls, n: int, dim: int) -> VerdictArrays:
@@ -86,8 +101,9 @@ class VerdictArrays:
     @property
     def nbytes(self) -> int:
         arrays = (self.helpful, self.harmful, self.streak, self.status_code, self.reason_vecs,
-                  self.reason_skill, self.reason_harmful, self.help.vecs, self.harm.vecs)
-        return int(sum(a.nbytes for a in arrays))
+                  self.reason_skill, self.reason_harmful, self.help.vecs, self.harm.vecs,
+                  self.help.protos, self.harm.protos)
+        return int(sum(a.nbytes for a in arrays)) + sum(len(t) for t in self.help_texts)
 
     def status_name(self, i: int) -> str:
         return STATUSES[int(self.status_code[i])]
@@ -152,6 +168,11 @@ def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id:
     ctx = _usable(contexts, index, dim, model_id, embedder)
     rsn = _usable(snap.reasons, index, dim, model_id, embedder)
     help_rows = [(i, v) for i, h, v in ctx if not h]
+    texts: list[list[str]] = [[] for _ in index]
+    for row in contexts:
+        i = index.get(row.skill_name)
+        if i is not None and not row.harmful and row.text:
+            texts[i].append(row.text)
     harm_rows = [(i, v) for i, h, v in ctx if h]
     return VerdictArrays(
         base.helpful, base.harmful, base.streak, base.status_code,
@@ -161,4 +182,5 @@ def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id:
         else np.zeros((0, dim), np.float32),
         np.array([i for i, _, _ in rsn], dtype=np.intp),
         np.array([h for _, h, _ in rsn], dtype=bool),
+        tuple(" ".join(t) for t in texts),
     )
