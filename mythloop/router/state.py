@@ -48,22 +48,12 @@ class Groups:
             out[self.skills] = self.protos @ q
         return out
 
-    def max_per_skill(self, q: np.ndarray, n: int, k: int = 0) -> np.ndarray:
-        """Highest cosine with q per skill; 0 for skills without vectors. With k > 0 only the
-        k vectors nearest q (over all skills) count: a skill none of them belongs to gets 0."""
+    def max_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
+        """Highest cosine with q per skill; 0 for skills without vectors."""
         out = np.zeros(n)
-        m = self.vecs.shape[0]
-        if not m:
-            return out
-        sims = self.vecs @ q
-        if k <= 0 or k >= m:
-            out[self.skills] = np.maximum.reduceat(sims, self.starts)
-            return out
-        top = np.argpartition(-sims, k - 1)[:k]
-        owner = self.skills[np.searchsorted(self.starts, top, side="right") - 1]
-        best = np.full(n, -np.inf)
-        np.maximum.at(best, owner, sims[top].astype(np.float64))
-        return np.where(np.isneginf(best), 0.0, best)
+        if self.vecs.shape[0]:
+            out[self.skills] = np.maximum.reduceat(self.vecs @ q, self.starts)
+        return out
 
 
 @dataclass(frozen=True)
