@@ -112,3 +112,16 @@ def test_recorded_prompt_hashes_match_todays_prompts():
 
     for topic in TOPICS:
         assert check(topic) == [], topic
+
+
+def test_the_check_command_named_in_the_docstring_runs(capsys):
+    """`python -m mythloop.mythos.standins.cassettes --check` (the docstring's command) is
+    accepted and checks; --check with --rehash is refused."""
+    from mythloop.mythos.standins.cassettes import TOPICS, main
+
+    assert main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{topic}: all prompts match" in out for topic in TOPICS)
+    with pytest.raises(SystemExit) as exc:
+        main(["--check", "--rehash"])
+    assert exc.value.code == 2

@@ -73,8 +73,12 @@ TOPICS = ("the heat equation", "Euler's identity")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rehash", action="store_true",
-                        help="write today's prompt hashes into the cassettes")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="exit 1 when a cassette's prompt hash differs from today's prompt "
+                           "(the default)")
+    mode.add_argument("--rehash", action="store_true",
+                      help="write today's prompt hashes into the cassettes")
     args = parser.parse_args(argv)
     status = 0
     for topic in TOPICS:
