@@ -53,30 +53,50 @@ def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
             "mrr": round(float(np.mean(np.where(rank <= 10, 1.0 / rank, 0.0))), 3)}
 
 
-def signals(catalog, train, dev, embedder) -> dict:
+def embedded(embedder=None) -> dict:
+    """MetaTool's skills, train and dev queries as the arrays the signal studies need: the
+    skills' name+description, name and body vectors, their BM25 documents, the queries'
+    vectors, texts and right-skill indices."""
+    from mythloop.router import get_embedder
+    from mythloop.router.ranker import full_text, name_text
+    from mythloop.skills import load_catalog
+    from mythloop.sweep.config import load_heldout, load_prompts
+
+    embedder = embedder or get_embedder()
+    skills = load_catalog(METATOOL / "pool").skills
+    train, _seed = load_prompts(METATOOL / "train.json")
+    dev = load_heldout(METATOOL / "dev.json")
+    index = {s.name: i for i, s in enumerate(skills)}
+    return {
+        "full": embedder.embed([full_text(s) for s in skills]),
+        "name": embedder.embed([name_text(s.name) for s in skills]),
+        "body": embedder.embed([s.body or s.description for s in skills]),
+        "docs": [f"{name_text(s.name)} {s.description}" for s in skills],
+        "train": embedder.embed([p.prompt for p in train]),
+        "dev": embedder.embed([p.prompt for p in dev]),
+        "train_texts": [p.prompt for p in train], "dev_texts": [p.prompt for p in dev],
+        "train_gold": np.array([index[p.expected_skill] for p in train]),
+        "dev_gold": np.array([index[p.expected_skill] for p in dev]),
+    }
+
+
+def signals(e: dict) -> dict:
     """The grid of extra signals over known train labels (module docstring)."""
     from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (bench only)
 
     from mythloop.router.lexical import BM25
-    from mythloop.router.ranker import full_text, name_text
 
-    skills = catalog.skills
-    index = {s.name: i for i, s in enumerate(skills)}
-    n = len(skills)
-    ty = np.array([index[p.expected_skill] for p in train])
-    gold = np.array([index[p.expected_skill] for p in dev])
-    full, names, body = (embedder.embed(t) for t in ([full_text(s) for s in skills],
-                                                     [name_text(s.name) for s in skills],
-                                                     [s.body or s.description for s in skills]))
-    tq, dq = embedder.embed([p.prompt for p in train]), embedder.embed([p.prompt for p in dev])
+    n = e["full"].shape[0]
+    ty, gold, tq, dq = e["train_gold"], e["dev_gold"], e["train"], e["dev"]
+    full, names, body = e["full"], e["name"], e["body"]
     semantic = np.maximum(dq @ full.T, dq @ names.T)
     protos = np.zeros((n, tq.shape[1]))
     np.add.at(protos, ty, tq)
     protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
-    learned = [" ".join(p.prompt for p in train if p.expected_skill == s.name) for s in skills]
-    bm25 = BM25([f"{name_text(s.name)} {s.description} {extra}"
-                 for s, extra in zip(skills, learned, strict=True)])
-    lexical = np.stack([bm25.normalised(p.prompt) for p in dev])
+    learned = [" ".join(t for t, g in zip(e["train_texts"], ty, strict=True) if g == j)
+               for j in range(n)]
+    bm25 = BM25([f"{d} {extra}" for d, extra in zip(e["docs"], learned, strict=True)])
+    lexical = np.stack([bm25.normalised(t) for t in e["dev_texts"]])
     c4 = semantic + 0.2 * lexical + dq @ protos.T
     sims = dq @ tq.T
     onehot = np.zeros((ty.shape[0], n))
@@ -135,7 +155,7 @@ def run() -> dict:
                              dev, vecs),
                "train_queries": len(train), "dev_queries": len(dev)}
         store.close()
-    out["signals"] = signals(catalog, train, dev, embedder)
+    out["signals"] = signals(embedded(embedder))
     return out
 
 

@@ -1,0 +1,105 @@
+"""Would other signals, or a catalog that explores, carry C4's learning loop on MetaTool further?
+
+An in-memory replica of the sweep's C4 loop over MetaTool's 199 tools (bench/metatool.py runs
+the real one), fast enough to compare variants side by side: each round measures dev, then
+ranks every train query with the state at the round's start, shows the top 5, and the
+simulated judge's MetaTool behaviour follows (the right tool, when shown, is HELPFUL, flipped
+to HARMFUL at the noise rate; the other four get no verdict). C4 never demotes the right tool
+on such evidence (it is never credibly harmful), so its state is the kept helpful prompts per
+skill (the newest 20) and its score is semantic + 0.2 BM25 (name, description, learned
+prompts) + the prototype cosine; the count and related-reason terms are left out. Against
+the real sweep's C4 (bench/RESULTS.md: dev hit@1 / hit@5 0.559 / 0.816, 0.684 / 0.869,
+0.703 / 0.869, 0.703 / 0.864 by round) it gives 0.559 / 0.816, 0.693 / 0.857, 0.706 / 0.859,
+0.708 / 0.860: within 0.012 at every round.
+
+Variants: the embedded SKILL.md body (x0.2); a soft nearest-neighbour vote over the kept
+helpful prompts (tau 0.05, x0.5); and an exploring catalog: a query whose catalog earned no
+HELPFUL verdict is shown the next five (ranks 6-10, then 11-15, ...) the next round. The
+flips are drawn from numpy's generator, so the figures are means over two judge seeds, not
+the sweep's hashed draws.
+
+    python bench/metatool_replica.py       # about a minute; prints JSON
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from metatool_ceiling import METATOOL, embedded  # noqa: E402
+
+KEEP = 20  # helpful prompts kept per skill (the store's limit)
+
+
+def _score(e: dict, q: np.ndarray, texts: list[str], helps: list[list[int]],
+           body: float, vote: float) -> np.ndarray:
+    from mythloop.router.lexical import BM25
+
+    n = e["full"].shape[0]
+    protos = np.zeros((n, e["train"].shape[1]))
+    for j, kept in enumerate(helps):
+        if kept:
+            protos[j] = e["train"][kept[-KEEP:]].sum(axis=0)
+    protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+    docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
+            for d, kept in zip(e["docs"], helps, strict=True)]
+    bm25 = BM25(docs)
+    score = (np.maximum(q @ e["full"].T, q @ e["name"].T)
+             + 0.2 * np.stack([bm25.normalised(t) for t in texts]) + q @ protos.T)
+    if body:
+        score += body * (q @ e["body"].T)
+    kept_all = [i for kept in helps for i in kept[-KEEP:]]
+    if vote and kept_all:
+        onehot = np.zeros((len(kept_all), n))
+        onehot[np.arange(len(kept_all)), e["train_gold"][kept_all]] = 1.0
+        v = np.exp((q @ e["train"][kept_all].T - 1.0) / 0.05) @ onehot
+        score += vote * v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12)
+    return score
+
+
+def loop(e: dict, seed: int, rounds: int = 4, noise: float = 0.2, body: float = 0.0,
+         vote: float = 0.0, explore: bool = False) -> list[dict]:
+    """Dev hit@1 / hit@5 measured at the start of each round."""
+    from metatool_ceiling import _hits
+
+    rng = np.random.default_rng(seed)
+    n, m = e["full"].shape[0], e["train"].shape[0]
+    helps: list[list[int]] = [[] for _ in range(n)]
+    depth = np.zeros(m, dtype=int)
+    out = []
+    for _ in range(rounds):
+        dev = _score(e, e["dev"], e["dev_texts"], helps, body, vote)
+        h = _hits(dev, e["dev_gold"])
+        out.append({"hit@1": h["hit@1"], "hit@5": h["hit@5"]})
+        order = np.argsort(-_score(e, e["train"], e["train_texts"], helps, body, vote), axis=1)
+        for i in range(m):
+            d = depth[i] if explore else 0
+            gold = e["train_gold"][i]
+            if gold in order[i, 5 * d:5 * d + 5] and rng.random() >= noise:
+                helps[gold].append(i)
+                depth[i] = 0
+            else:
+                depth[i] = min(depth[i] + 1, 5)
+    return out
+
+
+def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
+    e = embedded()
+    variants = {"c4": {}, "c4 + body": {"body": 0.2}, "c4 + vote": {"vote": 0.5},
+                "c4 + body + vote": {"body": 0.2, "vote": 0.5},
+                "c4, exploring catalog": {"explore": True},
+                "c4 + body, exploring catalog": {"body": 0.2, "explore": True}}
+    out = {}
+    for name, kw in variants.items():
+        runs = [loop(e, s, **kw) for s in seeds]
+        out[name] = [{k: round(float(np.mean([r[i][k] for r in runs])), 3) for k in ("hit@1", "hit@5")}
+                     for i in range(len(runs[0]))]
+    return {"rounds": out, "seeds": list(seeds), "data": str(METATOOL)}
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
