@@ -54,9 +54,9 @@ def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
 
 
 def embedded(embedder=None) -> dict:
-    """MetaTool's skills, train and dev queries as the arrays the signal studies need: the
-    skills' name+description, name and body vectors, their BM25 documents, the queries'
-    vectors, texts and right-skill indices."""
+    """MetaTool's skills, train and dev queries (as loaded), and the arrays the signal studies
+    need: the skills' name+description, name and body vectors, their BM25 documents, the
+    queries' vectors, texts and right-skill indices."""
     from mythloop.router import get_embedder
     from mythloop.router.ranker import full_text, name_text
     from mythloop.skills import load_catalog
@@ -68,6 +68,7 @@ def embedded(embedder=None) -> dict:
     dev = load_heldout(METATOOL / "dev.json")
     index = {s.name: i for i, s in enumerate(skills)}
     return {
+        "skills": skills, "train_prompts": train, "dev_prompts": dev,
         "full": embedder.embed([full_text(s) for s in skills]),
         "name": embedder.embed([name_text(s.name) for s in skills]),
         "body": embedder.embed([s.body or s.description for s in skills]),
@@ -132,15 +133,12 @@ def signals(e: dict) -> dict:
 
 def run() -> dict:
     from mythloop.router import Router, get_embedder
-    from mythloop.skills import load_catalog
-    from mythloop.sweep.config import load_heldout, load_prompts
     from mythloop.verdicts import VerdictStore, persist_verdicts
 
-    catalog = load_catalog(METATOOL / "pool")
-    train, _seed = load_prompts(METATOOL / "train.json")
-    dev = load_heldout(METATOOL / "dev.json")
     embedder = get_embedder()
-    known = set(catalog.names())
+    e = embedded(embedder)
+    skills, train, dev = e["skills"], e["train_prompts"], e["dev_prompts"]
+    known = {s.name for s in skills}
     with tempfile.TemporaryDirectory(prefix="mythloop-ceiling-") as tmp:
         store = VerdictStore(Path(tmp) / "store.db")
         for p in train:
@@ -149,13 +147,12 @@ def run() -> dict:
                                "reason": f"the right tool for: {p.prompt}"}],
                              session_id=f"oracle-{p.id}", host="oracle", query=p.prompt,
                              embedder=embedder, known_skills=known)
-        vecs = embedder.embed([p.prompt for p in dev])
-        out = {"c0": _scores(Router(catalog, store, embedder, blend=False), dev, vecs),
-               "c4": _scores(Router(catalog, store, embedder, blend=True, agreement=True),
-                             dev, vecs),
+        out = {"c0": _scores(Router(skills, store, embedder, blend=False), dev, e["dev"]),
+               "c4": _scores(Router(skills, store, embedder, blend=True, agreement=True),
+                             dev, e["dev"]),
                "train_queries": len(train), "dev_queries": len(dev)}
         store.close()
-    out["signals"] = signals(embedded(embedder))
+    out["signals"] = signals(e)
     return out
 
 

@@ -30,15 +30,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from metatool_ceiling import METATOOL, embedded  # noqa: E402
+from metatool_ceiling import METATOOL, _hits, embedded  # noqa: E402
+
+from mythloop.router.lexical import BM25  # noqa: E402
 
 KEEP = 20  # helpful prompts kept per skill (the store's limit)
 
 
 def _score(e: dict, q: np.ndarray, texts: list[str], helps: list[list[int]],
            body: float, vote: float) -> np.ndarray:
-    from mythloop.router.lexical import BM25
-
     n = e["full"].shape[0]
     protos = np.zeros((n, e["train"].shape[1]))
     for j, kept in enumerate(helps):
@@ -64,8 +64,6 @@ def _score(e: dict, q: np.ndarray, texts: list[str], helps: list[list[int]],
 def loop(e: dict, seed: int, rounds: int = 4, noise: float = 0.2, body: float = 0.0,
          vote: float = 0.0, explore: bool = False) -> list[dict]:
     """Dev hit@1 / hit@5 measured at the start of each round."""
-    from metatool_ceiling import _hits
-
     rng = np.random.default_rng(seed)
     n, m = e["full"].shape[0], e["train"].shape[0]
     helps: list[list[int]] = [[] for _ in range(n)]
