@@ -33,6 +33,7 @@ from pathlib import Path
 
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
+from mythloop.mythos.sandbox import stage_tree
 from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 
@@ -119,6 +120,10 @@ def _read_svg(path: Path) -> str | None:
         return None
 
 
+class RenderOver(Exception):
+    """The render a compile was for has ended (raised inside the compile's wait loop)."""
+
+
 class FormulaService:
     """Answers one render's formula requests on STAGE/tex.sock while the render runs."""
 
@@ -175,6 +180,8 @@ class FormulaService:
                         reply = self.answer(json.loads(line))
                     except (ValueError, TypeError, KeyError) as exc:
                         reply = {"error": f"bad request: {exc}"[:300]}
+                    except RenderOver:
+                        return
                     try:
                         conn.sendall((json.dumps(reply) + "\n").encode())
                     except OSError:
@@ -188,6 +195,7 @@ class FormulaService:
         key = _key(tex, compiler, fmt, self.versions)
         entry = self.cache / key[:2] / f"{key}.svg"
         with _lock_for(key):  # scenes compiling one formula at once: one compile
+            self._check_open()
             svg = _read_svg(entry)
             if svg is not None:
                 with _STATS_LOCK:
@@ -217,21 +225,20 @@ class FormulaService:
                 os.chown(stage, uid, gid)
             inner = R.INNER_DIR if namespaced else str(stage)
             python = sys.executable
-            spec = {"namespaced": namespaced, "workdir_real": str(stage), "inner": inner,
-                    "needed": R._needed_paths(python), "tmp_size": "64m",
+            cpu = int(COMPILE_TIMEOUT)
+            spec = {"namespaced": namespaced, "inner": inner, "tmp_size": "64m",
                     "uid": uid if drop else None, "gid": gid if drop else None,
                     "worker_cmd": [python, "-I", "-c", _COMPILE_SCRIPT],
-                    "limits": {"AS": 2 << 30, "CPU": [60, 65], "FSIZE": 64 << 20, "CORE": 0,
-                               "NOFILE": 256, **({"NPROC": 64} if drop else {})}}
-            launcher = [sys.executable, "-I", str(R._HERE / "sandbox_init.py"),
-                        json.dumps(spec)]
-            if namespaced:
-                launcher = [*R._UNSHARE, "--", *launcher]
+                    "limits": {"AS": 2 << 30, "CPU": [cpu, cpu + 5], "FSIZE": 64 << 20,
+                               "CORE": 0, "NOFILE": 256, **({"NPROC": 64} if drop else {})}}
+            launcher = R.sandbox_launcher(spec, python, [(str(stage), inner)])
             env = tex_environment({**self.env, "HOME": f"{inner}", "TMPDIR": f"{inner}"},
                                   inner)
             out = stage.parent / f"{stage.name}.out"
             try:
-                code, timed_out = R._run(launcher, stage, env, out, COMPILE_TIMEOUT)
+                # ends at its own deadline, or as soon as the render it serves is over
+                code, timed_out = R._run(launcher, stage, env, out, COMPILE_TIMEOUT,
+                                         self._check_open)
                 said = (_read_svg(out) or "")[-2000:]
             finally:
                 out.unlink(missing_ok=True)
@@ -243,20 +250,28 @@ class FormulaService:
                     " (timed out)" if timed_out else "")
             return svg, log
         finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            stage_tree.remove_tree(stage)
             with _STATS_LOCK:
                 _STATS["compiles"] += 1
                 _STATS["compile_s"] += time.monotonic() - started
 
+    def _check_open(self) -> None:
+        """Polled while a compile runs: the render is over, so stop (its sandbox is killed
+        and its staging dir removed on the way out)."""
+        if self.stop.is_set():
+            raise RenderOver
+
     def close(self) -> None:
+        """Stop answering; every compile still running for this render is killed and its
+        staging dir removed before this returns."""
         self.stop.set()
         try:
             self.sock.close()
         except OSError:
             pass
-        self.acceptor.join(2)
+        self.acceptor.join(5)
         for thread in self.threads:
-            thread.join(2)
+            thread.join(COMPILE_TIMEOUT + 10)
         try:
             self.path.unlink()
         except OSError:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
-from mythloop.mythos.sandbox import formula_cache, render_pool
+from mythloop.mythos.sandbox import formula_cache, render_pool, stage_tree
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.mythos.sandbox.tex_policy import tex_env
@@ -51,6 +51,7 @@ __all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scen
            "QUALITIES", "ProgressCallback"]
 
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
+POOL_BASE = "/tmp/.mythloop-pool-base"  # a warm worker's staging base (sandbox_init._POOL_BASE)
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
 _HERE = Path(__file__).resolve().parent
 _LAYOUT_FILE = "layout.json"  # written by the probe under the stage's media/
@@ -58,14 +59,92 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSIO
 # The sandbox's own tool, looked up on the system path: a user's PATH (which the scene
 # inherits, e.g. one without LaTeX) must not decide whether the sandbox can be built.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_UNSHARE_BIN = shutil.which("unshare", path=_SYSTEM_PATH) or "unshare"
+_BWRAP_BIN = shutil.which("bwrap", path=_SYSTEM_PATH)
 STAGE_PREFIX = "mythloop-stage-"
+_SKIP_MEDIA = frozenset({"partial_movie_files"})
 PROGRESS_EVERY = 10.0  # seconds between "still rendering" lines when no animation starts
 _PROGRESS_LINE = re.compile(rb"mythloop-progress: animation (\d{1,6}) ([A-Za-z0-9_.,]{0,80})")
 ProgressCallback = Callable[[str], None]
 """Receives one short line per progress event (`render: animation 3 (Create), 4s ...`)."""
-_UNSHARE = [_UNSHARE_BIN, "--net", "--mount", "--pid", "--ipc", "--uts", "--fork",
-            "--kill-child", "--mount-proc"]
+# The render's whole world (bubblewrap, read-only unless said): what Python, manim, TeX,
+# fonts and the video libraries read, and nothing else. The interpreter's own prefixes are
+# added per render (`_python_roots`); the stage is the one writable bind.
+_SYSTEM_RO = ("/usr", "/etc/fonts", "/etc/texmf", "/etc/alternatives", "/etc/ld.so.cache",
+              "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/mime.types",
+              "/var/lib/texmf", "/var/cache/fontconfig")
+_ROOT_LINKS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32", "/sbin")
+_NAMESPACES = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+
+
+def _parents(paths: list[str]) -> list[str]:
+    """bwrap arguments making each missing parent of PATHS a traversable (0755) empty folder
+    (bwrap would otherwise create them mode 700, closed to the sandbox user)."""
+    args: list[str] = []
+    made: set[str] = set()
+    for path in paths:
+        parts = path.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:depth])
+            if parent not in made and not any(parent == p or parent.startswith(p + "/")
+                                              for p in paths):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
+def _root_entries(binds: list[str]) -> list[str]:
+    """bwrap arguments for the usual top-level links (merged /usr), then read-only BINDS."""
+    args: list[str] = []
+    for path in _ROOT_LINKS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            binds = [path, *binds]
+    binds = [p for p in binds if os.path.exists(p)]
+    args += _parents(binds)
+    for path in binds:
+        args += ["--ro-bind", path, path]
+    return args
+
+
+@functools.cache
+def _python_roots(python: str) -> tuple[str, ...]:
+    """The folders the interpreter PYTHON needs: its real binary's folder, its prefix and
+    base prefix (a venv and the install it was made from). Never a `sys.path` entry of the
+    caller (its cwd, a folder under /root, the checkout of an editable install)."""
+    real = os.path.realpath(python)
+    roots = {os.path.dirname(real)}
+    if os.path.realpath(sys.executable) == real or python == sys.executable:
+        roots.update(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix))
+    else:
+        try:
+            out = procs.run([python, "-I", "-c", "import sys; print(sys.prefix); "
+                             "print(sys.base_prefix)"], timeout=30).stdout
+            roots.update(os.path.realpath(p) for p in out.split() if p.startswith("/"))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    roots.add(os.path.dirname(os.path.abspath(python)))
+    # the narrowest set: a folder inside another one listed is covered by it
+    chosen = sorted(r for r in roots if os.path.isdir(r) and r != "/")
+    return tuple(r for r in chosen if not any(r != o and r.startswith(o + "/") for o in chosen))
+
+
+def sandbox_view(python: str, binds: list[tuple[str, str]], *,
+                 seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap command line up to the program: fresh namespaces (net, pid, ipc, uts),
+    the allowlisted read-only tree, a minimal /dev, /proc of the new PID namespace, a
+    private /tmp, and BINDS (real path, path inside) writable."""
+    if _BWRAP_BIN is None:
+        raise FileNotFoundError(2, "No such file or directory", "bwrap")
+    roots = sorted(set(_python_roots(python)) | set(_python_roots(sys.executable)))
+    args = [_BWRAP_BIN, *_NAMESPACES, *_root_entries([*_SYSTEM_RO, *roots])]
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    for real, inner in binds:
+        args += ["--bind", real, inner]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    return [*args, "--chdir", binds[0][1] if binds else "/", "--"]
 
 
 class RenderOutput(BaseModel):
@@ -150,13 +229,35 @@ def top_level_names(code: str) -> set[str]:
 
 @functools.cache
 def _namespaces_work() -> bool:
-    """True when `unshare` can make the namespaces here (root, util-linux, permitted)."""
-    if os.geteuid() != 0 or not os.path.isabs(_UNSHARE_BIN):
+    """True when bubblewrap can build the sandbox here (root, `bwrap` installed, permitted)."""
+    if os.geteuid() != 0 or _BWRAP_BIN is None:
         return False
     try:
-        return procs.run([*_UNSHARE, "true"], timeout=20).returncode == 0
+        probe = [*sandbox_view(sys.executable, []), "/bin/true"]
+        return procs.run(probe, timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def init_source() -> str:
+    """sandbox_init.py's source: run with `python -I -c`, as the checkout is not in view."""
+    return (_HERE / "sandbox_init.py").read_text(encoding="utf-8")
+
+
+def sandbox_launcher(spec: dict, python: str, binds: list[tuple[str, str]]) -> list[str]:
+    """The command that runs sandbox_init.py with SPEC: inside the bubblewrap view with
+    BINDS when SPEC is namespaced, as a plain subprocess otherwise (the fallback)."""
+    init = [sys.executable, "-I", "-c", init_source(), json.dumps(spec)]
+    return [*sandbox_view(python, binds), *init] if spec.get("namespaced") else init
+
+
+def sandbox_problem() -> str | None:
+    """Why the bubblewrap sandbox cannot be used here (for `mythloop doctor`), or None."""
+    if _BWRAP_BIN is None:
+        return "bubblewrap (bwrap) is not installed"
+    if os.geteuid() != 0:
+        return "not running as root: renders fall back to no namespaces"
+    return None if _namespaces_work() else "bwrap is installed but cannot create namespaces here"
 
 
 def _nobody() -> tuple[int, int]:
@@ -225,16 +326,17 @@ def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict
 
 def _own_tree(root: Path, uid: int, gid: int, only_from: int | None = None) -> None:
     """lchown ROOT's tree (never following links; only files owned by ONLY_FROM if set)."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in [*dirnames, *filenames, None]:
-            target = os.path.join(dirpath, name) if name else dirpath
-            try:
-                st = os.lstat(target)
-                if only_from is None or (st.st_uid == only_from and
-                                         (os.path.isdir(target) or st.st_nlink == 1)):
-                    os.chown(target, uid, gid, follow_symlinks=False)
-            except OSError:
-                continue
+    # iterative and depth-bounded (stage_tree): what lies deeper stays with the stage
+    targets = [(d, None) for d in stage_tree.walk_dirs(root)]
+    targets += list(stage_tree.walk_files(root))
+    for target, st in targets:
+        try:
+            st = st or os.lstat(target)
+            if only_from is None or (st.st_uid == only_from and
+                                     (stat.S_ISDIR(st.st_mode) or st.st_nlink == 1)):
+                os.chown(target, uid, gid, follow_symlinks=False)
+        except OSError:
+            continue
 
 
 def _sweep(token: str) -> int:
@@ -249,8 +351,8 @@ def _media_files(out_dir: Path, sub: str, suffix: str) -> list[Path]:
     if not media.is_dir():
         return []
     root = out_dir.resolve()
-    return [p for p in media.rglob(f"*{suffix}") if "partial_movie_files" not in p.parts
-            and p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
+    return [p for p, st in stage_tree.walk_files(media, skip_dirs=_SKIP_MEDIA)
+            if p.name.endswith(suffix) and stat.S_ISREG(st.st_mode) and st.st_nlink == 1
             and p.resolve().is_relative_to(root)]
 
 
@@ -297,12 +399,12 @@ def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
     now = time.time()
     for entry in entries:
         match = re.fullmatch(re.escape(STAGE_PREFIX) + r"(\d+)-\w+", entry.name)
-        try:
+        try:  # one stage that cannot be removed must not stop this render, nor the others
             if (match and entry.is_dir(follow_symlinks=False)
                     and now - entry.stat(follow_symlinks=False).st_mtime > older_than
                     and not procs.pid_alive(int(match.group(1)))):
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except OSError:
+                stage_tree.remove_tree(entry.path)
+        except Exception:  # noqa: BLE001, S112 - best effort by design
             continue
 
 
@@ -348,17 +450,8 @@ def _hand_over_media(stage: Path, work: Path, outputs: list[Path]) -> list[Path]
     (and removed with the stage); manim's partial movie files are not kept either.
     """
     media = stage / "media"
-    files = []
-    for dirpath, dirnames, filenames in os.walk(media, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d != "partial_movie_files"]
-        for name in filenames:
-            path = Path(dirpath) / name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path not in outputs:
-                files.append(path)
+    files = [path for path, st in stage_tree.walk_files(media, skip_dirs=_SKIP_MEDIA)
+             if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and path not in outputs]
     for path in [*files, *outputs]:
         _place(path, work / path.relative_to(stage))
     return [work / path.relative_to(stage) for path in outputs]
@@ -478,7 +571,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
                 _place(stage / "render.log", log_path)
             except OSError:
                 pass
-        shutil.rmtree(stage, ignore_errors=True)
+        stage_tree.remove_tree(stage)
 
 
 def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: list[str],
@@ -524,16 +617,13 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         isolation.append("no audit hook (custom manim command or audit_hook=False)")
 
     cpu = int(timeout) + 5
-    spec = {"namespaced": namespaced, "workdir_real": str(stage), "inner": inner,
-            "needed": _needed_paths(python or sys.executable), "tmp_size": "256m",
+    spec = {"namespaced": namespaced, "inner": inner, "tmp_size": "256m",
             "uid": uid if drop else None, "gid": gid if drop else None,
             "worker_cmd": worker_cmd,
             "limits": {"AS": limits.memory_bytes, "CPU": [cpu, cpu + 5],
                        "FSIZE": limits.file_bytes, "CORE": 0, "NOFILE": limits.open_files,
                        **({"NPROC": limits.processes} if drop else {})}}
-    launcher = [sys.executable, "-I", str(_HERE / "sandbox_init.py"), json.dumps(spec)]
-    if namespaced:  # absolute: the child's PATH (env_extra) may not hold unshare
-        launcher = [*_UNSHARE, "--", *launcher]
+    launcher = sandbox_launcher(spec, python or sys.executable, [(str(stage), inner)])
     stage_log = stage / "render.log"
     relay = _ProgressRelay(progress, stage_log, timeout)
     relay.say(f"render: starting the sandboxed manim (-q {quality}, timeout {timeout:.0f}s)")
@@ -564,7 +654,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if drop:
         for sub in ("home", "tmp", "media"):
             _own_tree(stage / sub, os.getuid(), os.getgid(), only_from=uid)
-    log = stage_log.read_text(encoding="utf-8", errors="replace") if stage_log.exists() else ""
+    log = stage_tree.read_tail(stage_log)  # bounded: the scene may have printed GiBs
     log = "\n".join(ln for ln in log.split("\n") if not ln.startswith("mythloop-progress: "))
     # manim renders the file's only scene when the one asked for is missing: not that one
     found = _find_outputs(stage, scenes, exact=explicit) if returncode == 0 else {}
@@ -616,8 +706,7 @@ def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str
     render alone, with a line in its log saying so."""
     log = stage / "render.log"
     log.touch(mode=0o644)
-    pool_spec = {k: spec[k] for k in ("namespaced", "inner", "needed", "tmp_size", "uid",
-                                      "gid")}
+    pool_spec = {k: spec[k] for k in ("namespaced", "inner", "tmp_size", "uid", "gid")}
     pool = render_pool.get_pool(base=stage.parent, spec=pool_spec,
                                 env=_child_env(inner, "warm-pool", None),
                                 log_dir=get_settings().state_root / "logs")

@@ -73,6 +73,7 @@ class _Worker:
         self.log = log
         self.pending = b""
         self.ready = False
+        self.clean = False
 
     def read_line(self, deadline: float, poll: Callable[[], None] | None = None) -> dict:
         """The worker's next reply; WorkerLost at EOF or DEADLINE."""
@@ -113,6 +114,8 @@ class _Worker:
         reply = self.read_line(time.monotonic() + timeout + REPLY_GRACE, poll)
         if reply.get("job") != request["job"]:
             raise WorkerLost(f"the render worker answered out of turn: {reply}")
+        # a worker serves again only when no process of this render was left
+        self.clean = bool(reply.get("clean"))
         return int(reply["status"]), bool(reply["timed_out"])
 
     def alive(self) -> bool:
@@ -141,13 +144,14 @@ class WarmPool:
         self.base, self.size, self.log_dir = base, size, log_dir
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.env = {**env, POOL_MARKER: self.token}
-        spec = {**spec, "serve": True, "base_real": str(base),
-                "worker_file": str(_HERE / "sandbox_worker.py")}
-        # the same namespaces as a cold render; render imports this module before _UNSHARE exists
-        from mythloop.mythos.sandbox.render import _UNSHARE  # noqa: PLC0415 (cycle)
+        spec = {**spec, "serve": True,
+                "worker_source": (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")}
+        # the same bubblewrap view as a cold render, with the staging base (mode 700, root
+        # only) where each render's own stage is bound from
+        from mythloop.mythos.sandbox import render  # noqa: PLC0415 (cycle)
 
-        self.launcher = [*_UNSHARE, "--", sys.executable, "-I", str(_HERE / "sandbox_init.py"),
-                         json.dumps(spec)]
+        self.launcher = render.sandbox_launcher(spec, sys.executable,
+                                                [(str(base), render.POOL_BASE)])
         self.idle: list[_Worker] = []
         self.busy: set[_Worker] = set()
         self.cond = threading.Condition()
@@ -204,7 +208,7 @@ class WarmPool:
         keep, replace = False, False
         try:
             status, timed_out = worker.render(request, timeout, poll)
-            keep = status == 0 and not timed_out
+            keep = status == 0 and not timed_out and worker.clean
             replace = True
             return status, timed_out
         except Exception:

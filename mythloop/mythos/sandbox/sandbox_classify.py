@@ -33,11 +33,34 @@ _RESOURCE_SIGNALS: dict[int, str] = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ:
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)"
                        r"|[A-Za-z_][\w.]*\.\w+Error): .*|^[A-Za-z_]\w*Error$")
 _BOX = "│╭╰─┃"
+# A scene writes the log, so it is hostile input: classification reads only its last
+# CLASSIFY_BYTES, each line cut to LINE_CHARS, and uses no pattern that backtracks on a
+# long line (scene-line lookups are plain substring searches): linear in what it reads.
+CLASSIFY_BYTES = 256 << 10
+LINE_CHARS = 1000
+
+
+def _bounded_lines(log: str) -> list[str]:
+    return [ln[:LINE_CHARS].rstrip() for ln in log[-CLASSIFY_BYTES:].splitlines()]
+
+
+def _scene_line(line: str, scene_file: str) -> str | None:
+    """The line number after the last `SCENE_FILE:N` or `SCENE_FILE", line N` in LINE."""
+    found = None
+    for marker in (scene_file + ":", scene_file + '", line '):
+        at = line.rfind(marker)
+        if at < 0:
+            continue
+        digits = line[at + len(marker):at + len(marker) + 9]
+        number = digits[:len(digits) - len(digits.lstrip("0123456789"))]
+        if number and (marker.endswith(":") or line.rfind('File "', 0, at) >= 0):
+            found = number
+    return found
 
 
 def last_error_line(log: str, scene_file: str | None = None) -> str | None:
     """The final exception line of the log, with the scene's line number when found."""
-    lines = [ln.rstrip() for ln in log.splitlines()]
+    lines = _bounded_lines(log)
     error = None
     for ln in reversed(lines):
         stripped = ln.strip()
@@ -47,10 +70,7 @@ def last_error_line(log: str, scene_file: str | None = None) -> str | None:
     if error is None:
         return None
     if scene_file:  # rich traceback frame headers look like "│ /path/scene.py:12 in construct │"
-        frame = re.compile(re.escape(scene_file) + r":(\d+)")
-        hits = [m.group(1) for ln in lines for m in [frame.search(ln)] if m]
-        plain = re.compile(r'File ".*' + re.escape(scene_file) + r'", line (\d+)')
-        hits += [m.group(1) for ln in lines for m in [plain.search(ln)] if m]
+        hits = [n for ln in lines for n in [_scene_line(ln, scene_file)] if n]
         if hits:
             error = f"{error} (scene line {hits[-1]})"
     return error[:400]
@@ -59,6 +79,7 @@ def last_error_line(log: str, scene_file: str | None = None) -> str | None:
 def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: bool,
              log: str, scene_file: str, limits_text: str) -> tuple[RenderKind, str]:
     """Return (kind, one-line message) for a finished render."""
+    log = "\n".join(_bounded_lines(log))
     if timed_out:
         return "timeout", (f"render timed out after {timeout:.0f}s and was killed with its "
                            "process group; raise --timeout / M2M_RENDER_TIMEOUT or lower the "

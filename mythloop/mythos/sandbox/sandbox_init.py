@@ -1,31 +1,31 @@
-"""First process of a sandboxed render: builds the filesystem view, then runs the worker.
+"""First process of a sandboxed render, inside the bubblewrap view; then runs the worker.
 
-Run by render.py as ``python -I sandbox_init.py <spec json>``, normally as PID 1
-of fresh network/mount/PID/IPC/UTS namespaces made by ``unshare`` (root only).
-There it
-  1. puts private tmpfs over /tmp and the other world-writable dirs, and over
-     every directory the unprivileged worker could not traverse on the way to
-     the interpreter (e.g. /root), bind-mounting back only what it needs;
-  2. bind-mounts the render dir at a fixed path inside the private /tmp;
-  3. forks the worker: rlimits, no_new_privs, drop to `nobody`, exec python;
-  4. reaps every process until the worker is gone, kills what is left, and
-     exits with the worker's status (128+N when a signal N ended it).
-Without namespaces (fallback) it does steps 3-4 only. Standard library only: the
-mythloop package is not imported here (an import contract in pyproject.toml checks it). With ``"serve": true`` in the spec it is
-a warm worker instead (render_pool.py): it imports manim once and forks each
-render from itself (see `serve`).
+render.py starts it as ``bwrap <view> -- python -I -c <this source> <spec json>``: bwrap has
+already made the namespaces (network, PID, IPC, UTS) and the allowlisted filesystem view
+(render.sandbox_view). Here it
+  1. becomes a child subreaper (orphans of the render come back to it);
+  2. forks the worker: rlimits, the unprivileged user, no_new_privs, the seccomp filter
+     (`syscall_filter`), exec python;
+  3. reaps every process until the worker is gone, kills what is left, and exits with the
+     worker's status (128+N when a signal N ended it). bwrap's own PID 1 then exits, and the
+     kernel kills whatever else is left in the PID namespace.
+Without bwrap (fallback) the same steps run on the host's tree. Standard library and
+pyseccomp only: the mythloop package is not imported here (an import contract in
+pyproject.toml checks it). With ``"serve": true`` in the spec it is a warm worker instead
+(render_pool.py): it imports manim once and forks each render, in a PID namespace of its
+own, from itself (see `serve`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import re
 import resource
 import select
 import signal
-import stat
 import sys
 import threading
 import time
@@ -33,8 +33,22 @@ import traceback
 
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
-_WORLD_WRITABLE_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue",
-                              "/var/crash", "/run/shm")
+# What a render never needs, refused with EPERM (`syscall_filter`); clone3 says ENOSYS so
+# libc falls back to clone, whose namespace flags the filter can see.
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "keyctl", "add_key", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount",
+    "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog",
+    "open_by_handle_at", "name_to_handle_at", "fanotify_init", "iopl", "ioperm",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
+    "setdomainname", "vhangup", "lookup_dcookie", "personality",
+)
+_CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
+                          0x20000000, 0x40000000, 0x00000080)  # NS CGROUP UTS IPC USER PID NET TIME
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -67,94 +81,6 @@ def _shadow(directory: str, keep: set[str], mode: int, size: str) -> None:
         os.close(fd)
 
 
-def _children_under(directory: str, paths: list[str]) -> set[str]:
-    """First path component below DIRECTORY of each of PATHS that lies under it."""
-    prefix = directory.rstrip("/") + "/"
-    return {p[len(prefix):].split("/", 1)[0] for p in paths if p.startswith(prefix)}
-
-
-def _world_writable_dirs() -> list[str]:
-    """World-writable directories at the top two levels of / plus the usual suspects."""
-    found = {d for d in _WORLD_WRITABLE_CANDIDATES if _is_world_writable_dir(d)}
-    for top in os.scandir("/"):
-        if top.name in ("proc", "sys", "dev") or not top.is_dir(follow_symlinks=False):
-            continue
-        if _is_world_writable_dir(top.path):
-            found.add(top.path)
-            continue
-        try:
-            for sub in os.scandir(top.path):
-                if sub.is_dir(follow_symlinks=False) and _is_world_writable_dir(sub.path):
-                    found.add(sub.path)
-        except OSError:
-            continue
-    return sorted(found, key=lambda d: (d.count("/"), d))
-
-
-def _is_world_writable_dir(path: str) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_IWOTH)
-
-
-def _first_blocked(path: str) -> tuple[str, str] | None:
-    """The first directory on PATH that others cannot traverse, and the child needed in it."""
-    parts = [p for p in path.split("/") if p]
-    current = "/"
-    for part in parts:
-        try:
-            st = os.stat(current)
-        except OSError:
-            return None
-        if not st.st_mode & stat.S_IXOTH:
-            return current, part
-        current = os.path.join(current, part)
-    return None
-
-
-def build_view(spec: dict) -> list[tuple[str, set[str]]]:
-    """Private mounts: tmpfs over world-writable and untraversable dirs, render dir bound in
-    (none in serve mode: each render binds its own). Returns the world-writable dirs
-    covered, with what was bound back in each (a warm worker covers them again per render)."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    work_fd = os.open(spec["workdir_real"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) \
-        if spec.get("workdir_real") else None
-    needed = [p for p in spec["needed"] if os.path.exists(p)]
-    inner_parent = os.path.dirname(spec["inner"])
-    shadowed: list[tuple[str, set[str]]] = []
-    for directory in _world_writable_dirs() + [inner_parent]:
-        if any(directory == d or directory.startswith(d + "/") for d, _ in shadowed):
-            continue
-        keep = _children_under(directory, needed)
-        _shadow(directory, keep, 0o1777, spec["tmp_size"])
-        shadowed.append((directory, keep))
-    if work_fd is not None:
-        os.makedirs(spec["inner"], 0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{work_fd}", spec["inner"], None, MS_BIND | MS_REC)
-        os.close(work_fd)
-    if spec.get("uid") is not None:
-        _shadow_untraversable(needed)
-    return shadowed
-
-
-def _shadow_untraversable(needed: list[str]) -> None:
-    """tmpfs over each dir the unprivileged worker cannot traverse on the way to NEEDED."""
-    for _ in range(16):  # nested blocked dirs: /root, then maybe /root/x/y
-        blocked: dict[str, set[str]] = {}
-        for path in needed:
-            hit = _first_blocked(path)
-            if hit:
-                blocked.setdefault(hit[0], set()).add(hit[1])
-        if not blocked:
-            return
-        for directory, keep in blocked.items():
-            if directory == "/":
-                raise OSError(13, "/ is not traversable by the unprivileged user")
-            _shadow(directory, keep, 0o755, "1m")
-
-
 def _apply_limits(limits: dict) -> None:
     """Hard rlimits, set while still privileged so the worker cannot raise them."""
     for name, value in limits.items():
@@ -163,8 +89,27 @@ def _apply_limits(limits: dict) -> None:
         resource.setrlimit(res, (soft, hard))
 
 
+def syscall_filter() -> None:
+    """Load the seccomp filter into this process (inherited by everything it starts):
+    DENIED_SYSCALLS fail with EPERM, clone with any namespace flag too, clone3 with ENOSYS.
+    Needs no_new_privs (or root); it cannot be removed or loosened afterwards."""
+    import pyseccomp  # noqa: PLC0415 (ctypes over libseccomp2: loaded only here)
+
+    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    for name in DENIED_SYSCALLS:
+        try:
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
+        except (RuntimeError, ValueError, OSError):
+            continue  # a syscall this kernel/architecture does not have
+    for flag in _CLONE_NAMESPACE_FLAGS:
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone",
+                       pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
+    rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    rules.load()
+
+
 def _drop(spec: dict, limits: dict) -> None:
-    """Limits, then the unprivileged user, no_new_privs, and the render dir as cwd."""
+    """Limits, the unprivileged user, no_new_privs, the syscall filter, the render dir as cwd."""
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
     _apply_limits(limits)
@@ -173,6 +118,8 @@ def _drop(spec: dict, limits: dict) -> None:
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
         os.setresuid(spec["uid"], spec["uid"], spec["uid"])
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if spec.get("seccomp", True):
+        syscall_filter()
     os.chdir(spec["inner"])
 
 
@@ -202,33 +149,51 @@ def _reap(worker: int) -> int:
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
 
 
-def _kill_descendants() -> None:
-    """SIGKILL our remaining children (orphans re-parented to us) until none is left."""
+_OWN_NAMESPACE = [False]  # set by main(): this process is bwrap's first child (PID 2)
+
+
+def _others() -> list[int]:
+    """Every process of this PID namespace but this one and its PID 1 (bwrap's init): all
+    of them were started for a render, directly or not. Without a PID namespace of our own
+    (the fallback) only our children: the host's processes are not ours."""
     me = os.getpid()
-    for _ in range(50):
-        children = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (me, 1):
+            continue
+        if not _OWN_NAMESPACE[0]:
             try:
                 with open(f"/proc/{entry}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-            except OSError:
+                    if int(fh.read().rsplit(b")", 1)[1].split()[1]) != me:
+                        continue
+            except (OSError, IndexError, ValueError):
                 continue
-            if int(fields[1]) == me:
-                children.append(int(entry))
-        if not children:
-            return
-        for pid in children:
+        found.append(int(entry))
+    return found
+
+
+def _kill_descendants(wait: float = 5.0) -> bool:
+    """SIGKILL every other process of the namespace (a render's PID namespace init takes its
+    whole namespace with it) and reap, until none is left or WAIT seconds passed; True when
+    none is left. Needs no parent links, so no chain depth or setsid escapes it."""
+    deadline = time.monotonic() + wait
+    while True:
+        others = _others()
+        if not others:
+            return True
+        for pid in others:
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
         except ChildProcessError:
-            return
+            pass
+        if time.monotonic() > deadline:
+            return not _others()
+        time.sleep(0.01)
 
 
 # --- serve mode: a warm worker ------------------------------------------------------------
@@ -240,10 +205,12 @@ def _kill_descendants() -> None:
 # code and is not reachable by `nobody`, so each render starts from the state manim had
 # right after import. Protocol: one JSON line per request, one JSON line per reply.
 
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+MS_NOEXEC = 8
 _JOB_NAME = re.compile(r"mythloop-stage-\d+-\w+")
 _KILL_GRACE = 3.0
 _POOL_BASE = "/tmp/.mythloop-pool-base"  # in the worker's own /tmp tmpfs, mode 700
+_FRESH = ("/tmp", "/dev/shm")  # covered with a fresh tmpfs for each render
 
 
 def _read_line(fd: int, limit: int = 1 << 20) -> bytes | None:
@@ -263,43 +230,52 @@ def _reply(message: dict) -> None:
     os.write(1, (json.dumps(message) + "\n").encode())
 
 
-def _enter_render(job: dict, spec: dict, fresh: list, worker: dict) -> None:
-    """In the forked child (root): a private view for this render, then drop and run."""
+def _status_code(status: int | None) -> int:
+    if status is None:
+        return 1
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+
+
+def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
+    """In the forked child (root; never returns): new mount, IPC and PID namespaces with
+    this render's stage only, then the render itself as PID 1 of the new PID namespace, so
+    that when it ends the kernel kills every process it started, however they were started.
+    This process waits for it and exits with its status."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
+    if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # opened by path in this namespace (a bind needs a source mount of our own namespace)
     stage_fd = os.open(os.path.join(_POOL_BASE, job["job"]),
                        os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    for directory, keep in fresh:  # nothing a previous render left in /tmp & co. is seen
-        _shadow(directory, set(keep), 0o1777, spec["tmp_size"])
+    for directory in _FRESH:  # nothing a previous render left there is seen; base hidden
+        if os.path.isdir(directory):
+            _shadow(directory, set(), 0o1777, spec["tmp_size"])
     os.makedirs(spec["inner"], 0o755, exist_ok=True)
     _mount(f"/proc/self/fd/{stage_fd}", spec["inner"], None, MS_BIND | MS_REC)
+    os.close(stage_fd)
     log = os.open(os.path.join(spec["inner"], "render.log"),
                   os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     null = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.closerange(3, 65536)  # the staging base, the control pipe: none reaches the scene
-    _drop(spec, job["limits"])
-    os.environ.clear()
-    os.environ.update(job["env"])
-    worker["run"](job["worker"])
-
-
-def _run_render(job: dict, spec: dict, fresh: list, worker: dict) -> dict:
-    """Fork the render, wait for it (killing everything at its deadline), clean up."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:
+    if pid == 0:  # PID 1 of the render's namespace
         code = 1
         try:
-            _enter_render(job, spec, fresh, worker)
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            os.dup2(null, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.closerange(3, 65536)  # the staging base, the control pipe: none reach it
+            _drop(spec, job["limits"])
+            os.environ.clear()
+            os.environ.update(job["env"])
+            worker["run"](job["worker"])
             code = 0
         except SystemExit as exc:  # manim's own exit
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -311,6 +287,34 @@ def _run_render(job: dict, spec: dict, fresh: list, worker: dict) -> dict:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
+    os.dup2(null, 0)  # this waiting process holds no pipe of the worker either
+    os.dup2(null, 1)
+    os.closerange(3, 65536)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(_status_code(status))
+
+
+def _run_render(job: dict, spec: dict, worker: dict) -> dict:
+    """Fork the render, wait for it (killing everything at its deadline), check that no
+    process of it is left, and reply."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _render_namespace(job, spec, worker)
+        except BaseException:  # noqa: BLE001 - setup failed: say so in the render's log
+            try:
+                with open(os.path.join(_POOL_BASE, job["job"], "render.log"), "a") as fh:
+                    fh.write(f"sandbox: cannot start the render: {traceback.format_exc()}")
+            except OSError:
+                pass
+        os._exit(125)
     deadline = time.monotonic() + float(job["timeout"])
     status, timed_out, killed_at, lost = None, False, None, False
     while status is None:
@@ -322,7 +326,7 @@ def _run_render(job: dict, spec: dict, fresh: list, worker: dict) -> dict:
             status = st
             continue
         if wpid:
-            continue  # an orphan of the render, reaped
+            continue  # an orphan, reaped
         if not lost and select.select([0], [], [], 0)[0] and not os.read(0, 1):
             lost = True  # the parent is gone: end the render now
             killed_at = time.monotonic()
@@ -334,49 +338,36 @@ def _run_render(job: dict, spec: dict, fresh: list, worker: dict) -> dict:
         elif killed_at is not None and now - killed_at >= _KILL_GRACE:
             _kill_descendants()
         time.sleep(0.02)
-    _kill_descendants()
+    clean = _kill_descendants()
     if lost:
         raise SystemExit(0)
-    if status is None:
-        code = 1
-    elif os.WIFSIGNALED(status):
-        code = 128 + os.WTERMSIG(status)
-    else:
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
-    return {"job": job["job"], "status": code, "timed_out": timed_out}
+    return {"job": job["job"], "status": _status_code(status), "timed_out": timed_out,
+            "clean": clean}
 
 
 def _signal_all(sig: int) -> None:
     """SIG to every other process of this PID namespace (all are ours to stop)."""
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != me:
-            try:
-                os.kill(int(entry), sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+    for pid in _others():
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def serve(spec: dict) -> int:
-    """The warm worker's PID 1: build the view, import manim, render request after request."""
-    base_fd = os.open(spec["base_real"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fresh = build_view(spec)
-    except OSError as exc:
-        print(f"sandbox: cannot build the private filesystem view: {exc}", file=sys.stderr)
-        return 125
-    # the staging base, reachable for root only, under the private /tmp of this worker
-    os.mkdir(_POOL_BASE, 0o700)
-    _mount(f"/proc/self/fd/{base_fd}", _POOL_BASE, None, MS_BIND | MS_REC)
-    os.close(base_fd)
+    """The warm worker (bwrap's first child): import manim, render request after request.
+
+    bwrap built the view, with the staging base bound at _POOL_BASE (mode 700, root only);
+    each render binds only its own stage, in namespaces of its own."""
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     os.chdir("/")
     worker: dict = {"__name__": "sandbox_worker"}
-    with open(spec["worker_file"], encoding="utf-8") as fh:  # trusted mythloop source
-        exec(compile(fh.read(), spec["worker_file"], "exec"), worker)  # noqa: S102
+    exec(compile(spec["worker_source"], "sandbox_worker.py", "exec"), worker)  # noqa: S102
     worker["prepare"]()
     if threading.active_count() != 1:  # forking a threaded process is not safe
         print("sandbox: manim started threads; cannot serve warm renders", file=sys.stderr)
         return 124
+
     def _stop(*_: object) -> None:
         _kill_descendants()
         os._exit(0)
@@ -396,21 +387,15 @@ def serve(spec: dict) -> int:
         except ValueError as exc:
             _reply({"error": f"bad request: {exc}"})
             continue
-        _reply(_run_render(job, spec, fresh, worker))
+        _reply(_run_render(job, spec, worker))
 
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
+    _OWN_NAMESPACE[0] = bool(spec.get("namespaced")) and os.getpid() == 2
     if spec.get("serve"):
         return serve(spec)
-    if spec.get("namespaced"):
-        try:
-            build_view(spec)
-        except OSError as exc:
-            print(f"sandbox: cannot build the private filesystem view: {exc}", file=sys.stderr)
-            return 125
-    else:
-        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to us
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to us
     pid = os.fork()
     if pid == 0:
         try:
