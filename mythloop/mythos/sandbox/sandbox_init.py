@@ -240,9 +240,10 @@ def _status_code(status: int | None) -> int:
 
 def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
     """In the forked child (root; never returns): new mount, IPC and PID namespaces with
-    this render's stage only, then the render itself as PID 1 of the new PID namespace, so
-    that when it ends the kernel kills every process it started, however they were started.
-    This process waits for it and exits with its status."""
+    this render's stage only; in the new PID namespace a root init (PID 1, no scene code)
+    and under it the render (PID 2). The init exits when the render does, and with it the
+    kernel kills every process the render started, however they were started. This process
+    waits for the init and exits with the render's status."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID) != 0:
@@ -264,39 +265,62 @@ def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:  # PID 1 of the render's namespace
-        code = 1
+    if pid == 0:  # PID 1 of the render's namespace (root, runs no scene code)
         try:
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            os.dup2(null, 0)
-            os.dup2(log, 1)
-            os.dup2(log, 2)
-            os.closerange(3, 65536)  # the staging base, the control pipe: none reach it
-            _drop(spec, job["limits"])
-            os.environ.clear()
-            os.environ.update(job["env"])
-            worker["run"](job["worker"])
-            code = 0
-        except SystemExit as exc:  # manim's own exit
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:  # noqa: BLE001 - the render's error goes to its log
+            render = os.fork()
+        except BaseException:  # noqa: BLE001
             traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
-    os.dup2(null, 0)  # this waiting process holds no pipe of the worker either
-    os.dup2(null, 1)
+            os._exit(125)
+        if render == 0:
+            _render_process(job, spec, worker, null, log)
+        _wait_for(render, reap_all=True, null=null)
+    _wait_for(pid, reap_all=False, null=null)
+
+
+def _wait_for(pid: int, *, reap_all: bool, null: int | None = None) -> None:
+    """Wait for PID (reaping any orphan on the way when REAP_ALL) and exit with its status;
+    holding no descriptor of the worker meanwhile. When this is the PID namespace's init,
+    its exit makes the kernel kill whatever is left in the namespace."""
+    if null is not None:
+        os.dup2(null, 0)
+        os.dup2(null, 1)
     os.closerange(3, 65536)
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
-            break
+            done, status = os.wait() if reap_all else os.waitpid(pid, 0)
         except InterruptedError:
             continue
-    os._exit(_status_code(status))
+        except ChildProcessError:
+            os._exit(1)
+        if done == pid:
+            os._exit(_status_code(status))
+
+
+def _render_process(job: dict, spec: dict, worker: dict, null: int, log: int) -> None:
+    """The render itself (PID 2 of its namespace): log as stdout/stderr, nothing else open,
+    limits, `nobody`, no_new_privs, the syscall filter, then manim. Never returns."""
+    code = 1
+    try:
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.closerange(3, 65536)  # the staging base, the control pipe: none reach the scene
+        _drop(spec, job["limits"])
+        os.environ.clear()
+        os.environ.update(job["env"])
+        worker["run"](job["worker"])
+        code = 0
+    except SystemExit as exc:  # manim's own exit
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - the render's error goes to its log
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _run_render(job: dict, spec: dict, worker: dict) -> dict:
