@@ -104,6 +104,22 @@ REJECT = {
     "moving_camera_itself": "from manim import *\n\nclass S(MovingCameraScene):\n"
                             "    def construct(self):\n"
                             "        self.play(self.camera.animate.shift(UP))\n",
+    # tricks a scene used to get past verify (issue 36); the sandbox holds without verify
+    # too (tests/test_sandbox_hostile.py), verify is the fast lint in front of it
+    "string_annotation": "import functools\n\ndef f(x: 'exec(P) or int'):\n    pass\n\n"
+                         "functools.singledispatch(print).register(f)\n",
+    "string_return_annotation": "def f() -> 'exec(P)':\n    pass\n",
+    "string_variable_annotation": "x: 'exec(P)' = 1\n",
+    "code_kwargs_unpacked": _scene("Code(**{'code_' + 'file': '/etc/hostname'})"),
+    "numpy_rec_fromfile": "import numpy as np\n" + _scene("np.rec.fromfile('/etc/hostname')"),
+    "numpy_method_fromfile": "import numpy as np\n" + _scene("a = np.core; a.fromfile('x')"),
+    "manim_capture": _scene("capture(['sh', '-c', 'id'])"),
+    "manim_video_metadata": _scene("get_video_metadata('x.mp4')"),
+    "format_split_dunder": _scene("t = '{0.__cl' + 'ass__}'\nprint(t.format(self))"),
+    "format_attribute_field": _scene("print('{0.camera}'.format(self))"),
+    "format_map_computed": _scene("print(('{x' + '}').format_map({'x': 1}))"),
+    "gc_objects": "import functools\n" + _scene("functools.gc.get_objects()"),
+    "get_type_hints_alias": "import typing as t\n" + _scene("t.get_type_hints(self)"),
 }
 
 
@@ -150,6 +166,11 @@ ACCEPT = {
                              "ImageMobject(rng.integers(0, 255, (4, 4, 3)).astype(np.uint8))"),
     "image_import": "from manim import ImageMobject\nimport numpy as np\n"
                     + _scene("ImageMobject(np.ones((2, 2)) * 255)"),
+    "format_spec_literal": _scene("label = Text('{:.2f} s'.format(1.5))"),
+    "future_annotations": "from __future__ import annotations\n\n"
+                          "def f(x: int) -> list[int]:\n    return [x]\n" + _scene("pass"),
+    "type_annotations": "def f(x: int, y: float = 1.0) -> tuple[int, float]:\n"
+                        "    return x, y\n" + _scene("pass"),
 }
 
 

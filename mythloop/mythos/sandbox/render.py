@@ -431,6 +431,21 @@ def _make_stage(namespaced: bool) -> Path:
     return stage.resolve()
 
 
+LOG_KEEP_BYTES = 8 << 20  # of a longer render log, DIR keeps this much of its end
+
+
+def _keep_log(src: Path, dst: Path) -> None:
+    """The stage's log into DIR: whole, or its last LOG_KEEP_BYTES behind a note saying
+    how much was cut (a scene may print up to the file-size limit)."""
+    size = src.stat().st_size
+    if size <= LOG_KEEP_BYTES:
+        _place(src, dst)
+        return
+    tail = stage_tree.read_tail(src, LOG_KEEP_BYTES)
+    write_text_atomic(dst, f"[render.log: the first {size - len(tail.encode())} bytes of "
+                           f"{size} were cut; the end follows]\n{tail}")
+
+
 def _place(src: Path, dst: Path) -> None:
     """Move SRC to DST whole: rename, or copy to a temp name beside DST and rename it."""
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -568,7 +583,7 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     finally:
         if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
             try:
-                _place(stage / "render.log", log_path)
+                _keep_log(stage / "render.log", log_path)
             except OSError:
                 pass
         stage_tree.remove_tree(stage)

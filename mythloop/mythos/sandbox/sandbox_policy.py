@@ -49,6 +49,7 @@ FORBIDDEN_MODULE_PATHS = (
     "manim.mobject.svg.svg_mobject", "typing.types", "dataclasses.types", "enum.bltns",
     "manim.console", "manim.error_console",
     "typing.get_type_hints", "typing.ForwardRef", "dataclasses.make_dataclass",
+    "numpy.rec.fromfile", "numpy.ma.load", "numpy.ma.dump",
 )
 
 # Modules a scene must never reach: not importable, and never a component of an
@@ -90,6 +91,12 @@ DANGEROUS_ATTRS = frozenset({
     "save_svg", "open_file", "open_media_file", "guarantee_existence", "add_sound",
     "_evaluate", "_module", "_os", "_sys", "_io", "_imp", "_bootstrap",
     "_bootstrap_external", "_posixsubprocess",
+    # numpy I/O reached through any receiver (np.rec.fromfile, np.ma..., a method)
+    "fromfile", "fromregex", "loadtxt", "savetxt", "genfromtxt", "memmap", "open_memmap",
+    "recfromtxt", "recfromcsv",
+    # introspection that finds live objects (the audit hook's guard) or evaluates strings
+    "get_objects", "get_referrers", "get_referents", "get_type_hints", "ForwardRef",
+    "get_annotations",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.
@@ -110,6 +117,8 @@ ASSET_CALLS = frozenset({
     "seek_full_path_from_defaults", "get_full_raster_image_path",
     "get_full_vector_image_path", "get_full_sound_file_path", "guarantee_existence",
     "guarantee_empty_existence", "SceneFileWriter", "Typst", "MathTypst",
+    # manim.utils.commands, star-imported: run processes (ffprobe, ...) or list folders
+    "capture", "get_video_metadata", "get_dir_layout",
 })
 
 # manim config keys that redirect output, load files or launch viewers.

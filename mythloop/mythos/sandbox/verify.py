@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 
 from pydantic import BaseModel
 
@@ -344,6 +345,10 @@ class _Checker(ast.NodeVisitor):
             return
         if name in _REFLECTION and isinstance(func, ast.Name):
             self._check_reflection(node, name)
+        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
+            self._check_format(node, func)
+        if any(k.arg is None for k in node.keywords) and name in ("Code", *P.ASSET_CALLS):
+            self.flag(node, f"{name}(**...) hides which arguments it gets; pass them by name")
         if name == "Code" and (node.args or any(k.arg in ("file_name", "code_file")
                                                 for k in node.keywords)):
             self.flag(node, "Code(...) may only take code_string=...; reading files is not allowed")
@@ -373,12 +378,51 @@ class _Checker(ast.NodeVisitor):
         elif attr == "animate" and node.args and self._is_camera(node.args[0]):
             self.flag(node, _CAMERA_RULE)
 
+    # --- string annotations, str.format ---------------------------------------
+    def _check_annotation(self, annotation: ast.AST | None) -> None:
+        """No string anywhere in an annotation: typing.get_type_hints (singledispatch's
+        register, dataclasses, pydantic, ...) evaluates it as code."""
+        if annotation is None:
+            return
+        for sub in ast.walk(annotation):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                self.flag(sub, "string annotations are evaluated as code at run time "
+                               "(typing.get_type_hints, singledispatch); write the type itself")
+                return
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._check_annotation(node.annotation)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._check_annotation(node.returns)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def _check_format(self, node: ast.Call, func: ast.Attribute) -> None:
+        """str.format / format_map only on a literal whose fields name no attribute or
+        item (`{0.__class__}` and the like reach anything, even split across literals)."""
+        receiver = func.value
+        if not (isinstance(receiver, ast.Constant) and isinstance(receiver.value, str)):
+            self.flag(node, f".{func.attr}() on a computed string is not allowed (format "
+                            "fields can reach attributes); use an f-string")
+            return
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(receiver.value) if f]
+        except ValueError:
+            return
+        if any("." in f or "[" in f for f in fields):
+            self.flag(node, "format fields that read attributes or items ({0.x}, {0[k]}) "
+                            "are not allowed")
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._bind(target, node.value)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_annotation(node.annotation)
         if node.value is not None:
             self._bind(node.target, node.value)
         self.generic_visit(node)
