@@ -7,9 +7,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 APT_PACKAGES := libcairo2-dev libpango1.0-dev pkg-config ffmpeg texlive-latex-base \
-                texlive-latex-extra dvisvgm chromium postgresql espeak-ng
+                texlive-latex-extra dvisvgm chromium postgresql espeak-ng bubblewrap libseccomp2
 # chromium: the UI check of the film run page; postgresql: the scale-out test and demo;
-# espeak-ng: the films' offline voice-over (--voice espeak).
+# espeak-ng: the films' offline voice-over (--voice espeak); bubblewrap, libseccomp2: the
+# render sandbox (its allowlisted view; the syscall filter, through pyseccomp).
 # Keep everything this project writes inside the checkout.
 export MYTHLOOP_STATE_DIR ?= $(CURDIR)/.mythloop
 export PREFECT_HOME ?= $(MYTHLOOP_STATE_DIR)/prefect

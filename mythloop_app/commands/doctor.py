@@ -161,10 +161,34 @@ def _voice_engines() -> Check:
                  "; ".join(f"{name}: {hint}" for name, hint in missing), required=False)
 
 
+SANDBOX_FIX = ("apt-get install --no-install-recommends bubblewrap libseccomp2 and "
+               "pip install pyseccomp (or run `make setup`)")
+
+
+def _render_sandbox() -> Check:
+    """bubblewrap builds the render's view, pyseccomp (over libseccomp2) its syscall filter:
+    both must work here, and a probe sandbox must start."""
+    from mythloop.mythos.sandbox import render
+
+    try:
+        import pyseccomp  # noqa: F401 - loads libseccomp2 through ctypes
+    except Exception as exc:  # ImportError, or RuntimeError when libseccomp2 is missing
+        return Check("render sandbox", False, f"seccomp filter unavailable: {exc}", SANDBOX_FIX)
+    problem = render.sandbox_problem()
+    if problem is None:
+        return Check("render sandbox", True, f"bubblewrap ({render._BWRAP_BIN}) view, "
+                                             "namespaces and seccomp filter work")
+    if os.geteuid() != 0 and render._BWRAP_BIN is not None:
+        return Check("render sandbox", False, problem, "run renders as root for the full "
+                     "sandbox (docs/sandbox.md, fallbacks)", required=False)
+    return Check("render sandbox", False, problem, SANDBOX_FIX)
+
+
 CHECKS: list[Callable[[], Check]] = [
     _python_deps,
     _embedding_model,
     _latex,
+    _render_sandbox,
     lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
     _voice_engines,
     _data_folders,

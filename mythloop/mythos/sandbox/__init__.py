@@ -5,7 +5,7 @@ render.py (the sandboxed render), render_pool.py (warm workers), sandbox_classif
 failed render was), formula_cache.py, tex_policy.py, layout.py (the layout check),
 scene_cache.py (finished scene videos).
 Inside the sandbox, run by path or as source, never imported as part of mythloop:
-sandbox_init.py (standard library only), sandbox_worker.py (standard library and manim),
+sandbox_init.py (standard library and pyseccomp), sandbox_worker.py (standard library and manim),
 layout_probe.py (standard library, numpy and manim). A contract in pyproject.toml
 (`standard_library_only`) keeps them so. See docs/sandbox.md.
 """

@@ -2,8 +2,9 @@
 
 `render_scene` copies the scene into a private staging dir (under the state
 dir, one the sandbox user can use whatever the caller's DIR looks like) and
-runs manim there through sandbox_init.py (fresh network/mount/PID namespaces,
-private /tmp, the unprivileged `nobody` user, rlimits) and sandbox_worker.py
+runs manim there through bubblewrap (an allowlisted read-only view, fresh network/PID/
+IPC/UTS namespaces, private /tmp), sandbox_init.py (the unprivileged `nobody` user,
+rlimits, a seccomp filter) and sandbox_worker.py
 (an audit hook), with a scrubbed environment, in its own session, killed with
 its process group at the deadline. Afterwards only regular files come back
 into DIR (the log always, the media only on success, the mp4 last, each file
@@ -240,8 +241,10 @@ def _namespaces_work() -> bool:
 
 
 def init_source() -> str:
-    """sandbox_init.py's source: run with `python -I -c`, as the checkout is not in view."""
-    return (_HERE / "sandbox_init.py").read_text(encoding="utf-8")
+    """sandbox_init.py's source: run with `python -I -c`, as the checkout is not in view
+    (its first line names it in `ps`)."""
+    return "# mythloop sandbox_init.py\n" + (_HERE / "sandbox_init.py").read_text(
+        encoding="utf-8")
 
 
 def sandbox_launcher(spec: dict, python: str, binds: list[tuple[str, str]]) -> list[str]:
@@ -327,11 +330,11 @@ def _child_env(inner: str, token: str, env_extra: dict[str, str] | None) -> dict
 def _own_tree(root: Path, uid: int, gid: int, only_from: int | None = None) -> None:
     """lchown ROOT's tree (never following links; only files owned by ONLY_FROM if set)."""
     # iterative and depth-bounded (stage_tree): what lies deeper stays with the stage
-    targets = [(d, None) for d in stage_tree.walk_dirs(root)]
-    targets += list(stage_tree.walk_files(root))
-    for target, st in targets:
+    targets: list[Path] = [*stage_tree.walk_dirs(root),
+                           *(path for path, _ in stage_tree.walk_files(root))]
+    for target in targets:
         try:
-            st = st or os.lstat(target)
+            st = os.lstat(target)
             if only_from is None or (st.st_uid == only_from and
                                      (stat.S_ISDIR(st.st_mode) or st.st_nlink == 1)):
                 os.chown(target, uid, gid, follow_symlinks=False)
@@ -567,6 +570,11 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
         return RenderResult(ok=False, kind="scene_error", out_dir=str(work),
                             message=f"scene error: {source.name} defines no Scene subclass; "
                                     "add one or pass --scene NAME")
+    if os.geteuid() == 0 and _BWRAP_BIN is None:  # as root the sandbox is bubblewrap's
+        return RenderResult(ok=False, kind="missing_tool", out_dir=str(work),
+                            message="bubblewrap (bwrap), which builds the render sandbox, is "
+                                    "not installed; install it: apt-get install bubblewrap "
+                                    "(or run `make setup`)")
     cmd = manim_cmd or ([settings.manim] if settings.manim else [sys.executable, "-m", "manim"])
     python = _python_for(cmd)
     hooked = python is not None and audit_hook
@@ -604,9 +612,12 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         python is not None and all(_traversable_by_others(p) for p in
                                    [*_needed_paths(python), str(stage)])))
     inner = INNER_DIR if namespaced else str(stage)
-    isolation.append("network/mount/pid namespaces, private /tmp" if namespaced else
-                     "no namespaces (unshare unavailable or not permitted): network and "
-                     "/tmp are shared")
+    isolation.append("bubblewrap: allowlisted read-only view, network/PID/IPC/UTS namespaces, "
+                     "private /tmp" if namespaced else
+                     "no namespaces (bubblewrap missing, not root, or not permitted): the "
+                     "host's tree, network and /tmp are shared")
+    isolation.append("seccomp: ptrace, keyctl, unshare/setns, mount, bpf, perf_event_open, "
+                     "namespace clones ... refused")
     isolation.append(f"runs as uid {uid} (nobody)" if drop else
                      "runs as the calling user: file permissions do not confine writes")
     isolation.append("renders in a private staging dir; only regular files come back")
@@ -645,9 +656,9 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     warm = hooked and namespaced and drop and python == sys.executable and \
         render_pool.warm_enabled()
     if warm:
-        isolation.append("warm worker: manim imported once by the worker's PID 1 (root, "
-                         "runs no scene code); this render forked from it with its own "
-                         "mount/IPC namespaces, fresh tmpfs, limits and user")
+        isolation.append("warm worker: manim imported once by the worker (root, runs no "
+                         "scene code); this render forked from it into mount/IPC/PID "
+                         "namespaces of its own, fresh tmpfs, limits and user")
     formulas = formula_cache.serving(stage, _child_env(inner, token, env_extra)) if hooked \
         else contextlib.nullcontext()
     try:

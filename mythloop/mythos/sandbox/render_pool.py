@@ -1,13 +1,15 @@
 """Warm render workers: sandboxed processes that import manim once and render scene after scene.
 
-A worker is the usual sandbox (`unshare` namespaces, `sandbox_init.py` as PID 1) started in
-serve mode: PID 1 imports manim once, as root, before any scene code exists, then forks one
-child per render. Each child gets its own mount and IPC namespace, fresh tmpfs over /tmp and
-the other world-writable dirs, only its own staging dir, the render's rlimits, `nobody`,
-no_new_privs and the audit hook, exactly as a cold render; afterwards PID 1 kills every
-other process of the namespace. What a render can no longer change is the state the next
-one starts from: that lives in PID 1, which never runs scene code and which `nobody` cannot
-signal or trace. docs/sandbox.md has the whole argument.
+A worker is the usual sandbox (the bubblewrap view and namespaces, `sandbox_init.py` as
+bwrap's first child) started in serve mode: it imports manim once, as root, before any scene
+code exists, then forks one child per render. Each child gets mount, IPC and PID namespaces
+of its own (the render is PID 2 under a root init, so everything it starts dies with it),
+fresh tmpfs over /tmp and /dev/shm, only its own staging dir, the render's rlimits, `nobody`,
+no_new_privs, the seccomp filter and the audit hook, exactly as a cold render; afterwards the
+worker checks that no process of the render is left, and serves again only then. What a
+render can no longer change is the state the next one starts from: that lives in the worker,
+which never runs scene code and which `nobody` cannot signal or trace (nor see: the render's
+/proc is its own). docs/sandbox.md has the whole argument.
 
 The parent side here keeps a small pool: a render takes an idle worker (or starts one, up to
 `size`), sends one request line and reads one reply line; a worker is replaced after any
@@ -63,7 +65,7 @@ class WorkerLost(RuntimeError):
 
 
 class _Worker:
-    """One warm worker process (its session leader is `unshare`)."""
+    """One warm worker process (its session leader is `bwrap`)."""
 
     def __init__(self, launcher: list[str], env: dict[str, str], log: Path) -> None:
         with open(log, "ab") as err:

@@ -22,6 +22,9 @@ _MISSING_TOOLS = (
                 re.I), "ffmpeg", "apt-get install ffmpeg"),
     (re.compile(r"No module named '?(manim|av|cairo|manimpango)'?"), "a Python package",
      "pip install manim (in the environment that runs the render)"),
+    (re.compile(r"No module named '?pyseccomp'?"), "pyseccomp (the sandbox's syscall filter)",
+     "pip install pyseccomp (or run `make setup`)"),
+    (re.compile(r"Unable to find libseccomp"), "libseccomp2", "apt-get install libseccomp2"),
 )
 _RESOURCE_PATTERNS = re.compile(
     r"MemoryError|Unable to allocate|Cannot allocate memory|\[Errno 12\]|File too large|"
