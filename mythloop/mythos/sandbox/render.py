@@ -131,11 +131,12 @@ def _python_roots(python: str) -> tuple[str, ...]:
     return tuple(r for r in chosen if not any(r != o and r.startswith(o + "/") for o in chosen))
 
 
-def sandbox_view(python: str, binds: list[tuple[str, str]], *,
-                 seccomp_fd: int | None = None) -> list[str]:
+def sandbox_view(python: str, binds: list[tuple[str, str]]) -> list[str]:
     """The bwrap command line up to the program: fresh namespaces (net, pid, ipc, uts),
     the allowlisted read-only tree, a minimal /dev, /proc of the new PID namespace, a
-    private /tmp, and BINDS (real path, path inside) writable."""
+    private /tmp, and BINDS (real path, path inside) writable. The seccomp filter is
+    loaded by sandbox_init.py itself, after it dropped to `nobody` (a warm worker, root,
+    must still mount and unshare for each render)."""
     if _BWRAP_BIN is None:
         raise FileNotFoundError(2, "No such file or directory", "bwrap")
     roots = sorted(set(_python_roots(python)) | set(_python_roots(sys.executable)))
@@ -143,8 +144,6 @@ def sandbox_view(python: str, binds: list[tuple[str, str]], *,
     args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     for real, inner in binds:
         args += ["--bind", real, inner]
-    if seccomp_fd is not None:
-        args += ["--seccomp", str(seccomp_fd)]
     return [*args, "--chdir", binds[0][1] if binds else "/", "--"]
 
 
