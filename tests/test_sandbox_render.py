@@ -33,6 +33,7 @@ RUNTIME_CASES = [(name, True) for name in (
     "env_secret_story", "write_outside_story", "path_write_story", "spawn_process_story",
     "socket_story", "dynamic_import_story", "encoded_exec_story", "builtins_getattr_story",
     "subclasses_escape_story", "numpy_save_story", "manim_reexport_story", "fork_daemon_story",
+    "annotation_exec_story",
 )] + [(name, False) for name in (
     "write_outside_story", "spawn_process_story", "socket_story", "fork_daemon_story",
     "env_secret_story",
