@@ -329,6 +329,12 @@ class Syscalls(Scene):
         attempt("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
         attempt("setns", lambda: libc.syscall(308, 0, 0))
         attempt("clone3", lambda: libc.syscall(435, 0, 0))
+        try:  # its namespace's init is root: its environment and descriptors stay closed
+            open("/proc/1/environ", "rb").read()
+            print("PROC1 readable", flush=True)
+        except OSError as exc:
+            print("PROC1", type(exc).__name__, flush=True)
+        print("PIDS", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), flush=True)
         os.kill(child, signal.SIGKILL)
         self.add(Square())
 '''
@@ -345,6 +351,10 @@ def test_the_syscall_filter_refuses_what_a_render_never_needs(tmp_path):
                  "mount", "setns"):
         assert said.get(name) == "EPERM", (name, said)
     assert said.get("clone3") == "ENOSYS"  # libc falls back to clone, which is filtered
+    # its /proc shows its own PID namespace only (warm: its init, itself, its child)
+    pids = [ln for ln in result.log_tail.splitlines() if ln.startswith("PIDS ")][0]
+    assert len(json.loads(pids[5:])) <= 4, pids
+    assert "PROC1 PermissionError" in result.log_tail
 
 
 FORMULA = '''from manim import *
