@@ -188,8 +188,8 @@ CHECKS: list[Callable[[], Check]] = [
     _python_deps,
     _embedding_model,
     _latex,
-    _render_sandbox,
     lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
+    _render_sandbox,
     _voice_engines,
     _data_folders,
     _prefect_api,
@@ -198,7 +198,8 @@ CHECKS: list[Callable[[], Check]] = [
 
 
 def doctor() -> None:
-    """Check Python deps, the embedding model, LaTeX, ffmpeg, the Prefect API, model CLIs.
+    """Check Python deps, the embedding model, LaTeX, ffmpeg, the render sandbox, the Prefect
+    API, model CLIs.
 
     One line per check; exits 1 when a required check fails, each failure naming its fix.
     """
