@@ -109,10 +109,12 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
                          f"{last['hit@5']:.3f} ({best})", last["hit@5"] >= 0.90))
             if base:
                 below = sorted(c for c, rows_ in learners.items()
-                               if any(r[k] < b[k] - 1e-9 for r, b in zip(rows_, base, strict=False)
+                               if any(_below_c0(r, b, k)
+                                      for r, b in zip(rows_, base, strict=False)
                                       for k in ("hit@1", "hit@5")))
                 rows.append(("metatool", "no learning condition below C0 on dev hit@1/hit@5, any "
-                             "round", "below: " + (", ".join(below) or "none"), not below))
+                             "round (paired 95% interval wholly below 0 where recorded)",
+                             "below: " + (", ".join(below) or "none"), not below))
     bad = parts.get("bad_input", {}).get("figures")
     if bad:
         rows.append(("bad_input", "each bad input answered in one line in < 1 s (median)",
@@ -508,6 +510,27 @@ PUBLISHED_TOOLE = (  # Re-Invoke (Chen et al., Findings of EMNLP 2024), Table 1;
 )
 
 
+def _below_c0(row: dict, base: dict, key: str) -> bool:
+    """Below C0 on KEY at a round: the whole paired 95% interval of the difference under 0
+    (the report's method); a run recorded without intervals compares the means."""
+    d = (row.get("vs_c0") or {}).get(key)
+    if d and d.get("hi") is not None:
+        return d["hi"] < 0
+    return row[key] < base[key] - 1e-9
+
+
+def _ci(row: dict, key: str) -> str:
+    lo, hi = (row.get("ci") or {}).get(key, [None, None])
+    return f"{row[key]:.3f}" if lo is None else f"{row[key]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _vs(row: dict, key: str) -> str:
+    d = (row.get("vs_c0") or {}).get(key)
+    if not d or d.get("lo") is None:
+        return "—"
+    return f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
 def _metatool(part: dict) -> list[str]:
     f = part["figures"]
     if f.get("returncode"):
@@ -527,11 +550,14 @@ def _metatool(part: dict) -> list[str]:
            f"process tree {f['peak_tree_rss_mb']:.0f} MB (target <= 1,536 MB); load "
            f"{f['load_before']} before, {f['load_after']} after.", "",
            "Held-out (dev, 374 queries never learned from) per round; the round is measured "
-           "before that round's learning, so round 1 is every condition's starting point:", "",
-           "| cond | round | hit@1 | hit@5 | MRR |", "|---|---:|---:|---:|---:|"]
+           "before that round's learning, so round 1 is every condition's starting point. "
+           "Mean [95% interval] with the prompt as the unit (the report's method; 1 replicate, "
+           "so prompt variation only), and the condition minus C0 paired by prompt:", "",
+           "| cond | round | hit@1 | hit@5 | MRR | hit@1 - C0 | hit@5 - C0 |",
+           "|---|---:|---:|---:|---:|---|---|"]
     for cond, rows in sorted(held.items()):
-        out += [f"| {cond} | {r['round'] + 1} | {r['hit@1']:.3f} | {r['hit@5']:.3f} | "
-                f"{r['mrr']:.3f} |" for r in rows]
+        out += [f"| {cond} | {r['round'] + 1} | {_ci(r, 'hit@1')} | {_ci(r, 'hit@5')} | "
+                f"{_ci(r, 'mrr')} | {_vs(r, 'hit@1')} | {_vs(r, 'hit@5')} |" for r in rows]
     out += ["", "Per-round times (from the sandbox's files; measure = rank all 2,363 prompts "
                 "and write the round file, learn = every learning turn of the round). The bench "
                 "state's embedding cache was warm from earlier runs; a cold first run also "
