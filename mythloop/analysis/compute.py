@@ -62,8 +62,10 @@ INTERVAL_TEXT = (
 )
 
 Cells = dict[str, dict[int, dict[int, dict[str, Any]]]]
-# cond -> replicate -> round -> metric key -> prompt id -> value
-UnitCells = dict[str, dict[int, dict[int, dict[str, dict[str, float]]]]]
+# cond -> replicate -> round -> metric key -> per-prompt values, one slot per prompt of the
+# sweep (results.prompts order; NaN where the prompt has no value): numpy, so the intervals
+# of a MetaTool-size sweep (2,363 prompts x rounds x conditions) are column stacks
+UnitCells = dict[str, dict[int, dict[int, dict[str, np.ndarray]]]]
 
 
 def baseline_condition(conditions: list[str]) -> str | None:
@@ -73,10 +75,18 @@ def baseline_condition(conditions: list[str]) -> str | None:
     return conditions[0] if conditions else None
 
 
+def _column(per_prompt: dict[str, float], index: dict[str, int]) -> np.ndarray:
+    out = np.full(len(index), np.nan)
+    for pid, v in per_prompt.items():
+        out[index[pid]] = v
+    return out
+
+
 def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
     """cond -> replicate -> round -> flat metrics of that cell, and the per-prompt values."""
     cells: Cells = {}
     units: UnitCells = {}
+    index = {pid: i for i, pid in enumerate(results.prompts)}
     for (cond, rep), box in sorted(results.sandboxes.items()):
         for round_idx in results.rounds:
             rows = box.rounds.get(round_idx, [])
@@ -86,7 +96,8 @@ def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
             cells.setdefault(cond, {}).setdefault(rep, {})[round_idx] = metrics
             per_prompt = measurement_units(rows, results.prompts, threshold)
             per_prompt.update(turn_units(turns, results.prompts))
-            units.setdefault(cond, {}).setdefault(rep, {})[round_idx] = per_prompt
+            units.setdefault(cond, {}).setdefault(rep, {})[round_idx] = {
+                key: _column(values, index) for key, values in per_prompt.items()}
     return cells, units
 
 
@@ -111,7 +122,8 @@ def _observed_rounds(cells: Cells) -> list[int]:
 
 def unit_matrix(by_rep: dict[int, dict[str, float] | None], reps: list[int],
                 prompt_ids: list[str]) -> np.ndarray:
-    """prompts x replicates matrix of a metric's per-prompt values (NaN where missing)."""
+    """prompts x replicates matrix of a metric's per-prompt values (NaN where missing), from
+    {replicate: {prompt id: value}} (`metrics.measurement_units`)."""
     out = np.full((len(prompt_ids), len(reps)), np.nan)
     for j, rep in enumerate(reps):
         col = by_rep.get(rep) or {}
@@ -122,9 +134,15 @@ def unit_matrix(by_rep: dict[int, dict[str, float] | None], reps: list[int],
     return out
 
 
-def _unit_map(units: UnitCells, cond: str, round_idx: int, key: str
-              ) -> dict[int, dict[str, float] | None]:
-    return {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in units[cond].items()}
+def _stack(units: UnitCells, cond: str, round_idx: int, key: str,
+           reps: list[int] | None = None) -> tuple[list[int], np.ndarray | None]:
+    """(replicates with values, every prompt x those replicates) of a metric at a round."""
+    cols = {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in units[cond].items()}
+    have = sorted(rep for rep, col in cols.items() if col is not None
+                  and (reps is None or rep in reps))
+    if not have:
+        return [], None
+    return have, np.column_stack([cols[rep] for rep in have])
 
 
 def _with_replicates(s: dict[str, Any], per_rep: dict[int, Any]) -> dict[str, Any]:
@@ -142,12 +160,9 @@ def _level(cells: Cells, units: UnitCells, cond: str, round_idx: int, key: str
     per_rep = {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in cells[cond].items()}
     if all(v is None for v in per_rep.values()):
         return None
-    by_rep = _unit_map(units, cond, round_idx, key)
-    reps = sorted(rep for rep, col in by_rep.items() if col)
-    if reps:
-        pids = sorted({pid for rep in reps for pid in by_rep[rep] or {}})
-        s = interval(unit_matrix(by_rep, reps, pids), metric_range(key))
-        return _with_replicates(s, per_rep)
+    reps, m = _stack(units, cond, round_idx, key)
+    if m is not None and not np.all(np.isnan(m)):
+        return _with_replicates(interval(m, metric_range(key)), per_rep)
     return summarize(per_rep, metric_range(key))
 
 
@@ -182,25 +197,25 @@ def _overall(results: SweepResults) -> dict[str, Any]:
     return out
 
 
+def _both(t: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rows (prompts) with a value on both sides."""
+    return ~np.all(np.isnan(t), axis=1) & ~np.all(np.isnan(b), axis=1)
+
+
 def _paired(units: UnitCells, cells: Cells, cond_t: str, round_t: int, cond_b: str,
             round_b: int, key: str, *, same_runs: bool = False) -> dict[str, Any] | None:
     """cond_t at round_t minus cond_b at round_b, paired by prompt (and by replicate when
     both have the same replicates; with same_runs, two rounds of one condition, only the
     replicates measured at both count); over replicates when the metric is no mean over
     prompts."""
-    t_map = _unit_map(units, cond_t, round_t, key)
-    b_map = _unit_map(units, cond_b, round_b, key)
-    t_reps = sorted(r for r, col in t_map.items() if col)
-    b_reps = sorted(r for r, col in b_map.items() if col)
-    if same_runs:
-        t_reps = b_reps = sorted(set(t_reps) & set(b_reps))
-    if t_reps and b_reps:
-        pids = sorted({p for r in t_reps for p in t_map[r] or {}} &
-                      {p for r in b_reps for p in b_map[r] or {}})
-        if pids:
-            return paired_difference(unit_matrix(t_map, t_reps, pids),
-                                     unit_matrix(b_map, b_reps, pids), metric_range(key),
-                                     paired_replicates=t_reps == b_reps)
+    t_reps, t = _stack(units, cond_t, round_t, key)
+    b_reps, b = _stack(units, cond_b, round_b, key)
+    if same_runs and t is not None and b is not None:
+        common = sorted(set(t_reps) & set(b_reps))
+        t_reps, t = _stack(units, cond_t, round_t, key, common)
+        b_reps, b = _stack(units, cond_b, round_b, key, common)
+    if t is not None and b is not None and _both(t, b).any():
+        return paired_difference(t, b, metric_range(key), paired_replicates=t_reps == b_reps)
     return difference(
         {rep: m.get(round_t, {}).get(key) for rep, m in cells[cond_t].items()},
         {rep: m.get(round_b, {}).get(key) for rep, m in cells[cond_b].items()},
@@ -252,17 +267,12 @@ def _power(units: UnitCells, conditions: list[str], last: int) -> dict[str, Any]
             continue
         entry = {}
         for key, _label in POWER_METRICS:
-            t_map, b_map = _unit_map(units, cond, last, key), _unit_map(units, base, last, key)
-            t_reps = sorted(r for r, c in t_map.items() if c)
-            b_reps = sorted(r for r, c in b_map.items() if c)
-            if not t_reps or not b_reps:
+            t_reps, t = _stack(units, cond, last, key)
+            b_reps, b = _stack(units, base, last, key)
+            if t is None or b is None or not _both(t, b).any():
                 continue
-            pids = sorted({p for r in t_reps for p in t_map[r] or {}} &
-                          {p for r in b_reps for p in b_map[r] or {}})
-            if not pids:
-                continue
-            d = (np.nanmean(unit_matrix(t_map, t_reps, pids), axis=1)
-                 - np.nanmean(unit_matrix(b_map, b_reps, pids), axis=1))
+            rows = _both(t, b)
+            d = np.nanmean(t[rows], axis=1) - np.nanmean(b[rows], axis=1)
             sd = float(np.std(d, ddof=1)) if d.size > 1 else None
             entry[key] = power_mde(sd, int(d.size), replicates=min(len(t_reps), len(b_reps)),
                                    largest=1.0)
@@ -270,22 +280,21 @@ def _power(units: UnitCells, conditions: list[str], last: int) -> dict[str, Any]
     return out
 
 
-def _last_units(units: UnitCells, conditions: list[str], last: int) -> dict[str, Any]:
+def _last_units(units: UnitCells, conditions: list[str], last: int,
+                prompt_ids: list[str]) -> dict[str, Any]:
     """Per condition and headline metric, the per-prompt values at the last round (compare
     pairs two sweeps by prompt with them): prompt ids, replicate ids, prompts x replicates."""
     out: dict[str, Any] = {}
     for cond in conditions:
         entry = {}
         for key, _label in HEADLINE:
-            by_rep = _unit_map(units, cond, last, key)
-            reps = sorted(r for r, c in by_rep.items() if c)
-            if not reps:
+            reps, m = _stack(units, cond, last, key)
+            if m is None:
                 continue
-            pids = sorted({p for r in reps for p in by_rep[r] or {}})
-            m = unit_matrix(by_rep, reps, pids)
-            entry[key] = {"prompts": pids, "replicates": reps,
-                          "values": [[None if np.isnan(v) else round(float(v), 12) for v in row]
-                                     for row in m]}
+            rows = np.flatnonzero(~np.all(np.isnan(m), axis=1))
+            entry[key] = {"prompts": [prompt_ids[i] for i in rows], "replicates": reps,
+                          "values": [[None if np.isnan(v) else round(float(v), 12) for v in m[i]]
+                                     for i in rows]}
         out[cond] = entry
     return out
 
@@ -467,7 +476,7 @@ def compute_metrics(
         "differences": diffs,
         "deltas": deltas,
         "power": _power(units, conditions, last),
-        "last_round_units": _last_units(units, conditions, last),
+        "last_round_units": _last_units(units, conditions, last, list(results.prompts)),
         "pairs": _pairs(results, first, last),
         "verdict_mix": _verdict_mix(results),
         "failures": _failures(results),
