@@ -21,11 +21,12 @@ everywhere an interval is drawn (`interval`, `paired_difference`; `mean_interval
 2. The interval itself, within the metric's range: a bounded metric (rates, hit@k, MRR,
    nDCG in [0, 1]; ranks in [1, 11]; a difference of either in [-w, w]) is rescaled to
    [0, 1] and given a Wilson score interval at its effective sample size m(1 - m) / V (the
-   design-effect Wilson interval of Korn & Graubard 1998 and Dean & Pagano 2015), with the
-   t quantile of step 1 in place of z. It stays inside the range by construction and, unlike
-   a percentile bootstrap over 38 prompts, holds its coverage at rates near 0 or 1
-   (bench/intervals.py measures it). When every value sits at a bound (V = 0) the effective
-   size is the number of prompts. A metric with no upper bound (a count) gets the t
+   design-effect Wilson interval of Korn & Graubard 1998 and Dean & Pagano 2015), with Korn
+   & Graubard's degrees-of-freedom adjustment (the normal quantile times t_{P-1} / t_{N-1},
+   N = P x R observations). It stays inside the range by construction and, unlike a
+   percentile bootstrap over 38 prompts, holds its coverage at rates near 0 or 1
+   (bench/intervals.py measures it). When every value sits at a bound (V = 0) the design
+   effect is undefined and the effective size is N (Korn & Graubard's choice). A metric with no upper bound (a count) gets the t
    interval cut at its lower bound; an unbounded one (a score gap) the t interval.
 
 Differences between conditions are paired by prompt (the same prompt ranked under both):
@@ -170,7 +171,9 @@ def _finish(mean: float, terms: list[tuple[float, float]], p: int, r: int, bound
             # Korn & Graubard's degrees-of-freedom adjustment of the effective size,
             # n* = n_eff (t_{N-1} / t_df)^2, at the normal quantile: N = P x R observations
             q = _z() * q / _t_quantile(max(p * r - 1, 1))
-        a, b = _wilson(u, v / (w * w), q, p)
+        # every value at a bound (V = 0): the effective size is the number of observations,
+        # Korn & Graubard's choice when the design effect is undefined
+        a, b = _wilson(u, v / (w * w), q, p * r if kind == "cluster" else p)
         out["lo"], out["hi"], out["method"] = _r(lo_b + a * w), _r(lo_b + b * w), f"wilson-{kind}"
     else:
         half = q * math.sqrt(v)

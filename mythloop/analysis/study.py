@@ -20,6 +20,7 @@ from mythloop.analysis.conclusion import MIN_REPLICATES, claim, enough, round_la
 from mythloop.analysis.core import analyze
 from mythloop.analysis.load import AnalysisError
 from mythloop.analysis.plots_study import draw_noise_curve
+from mythloop.analysis.stats import zero_width
 from mythloop.fileio import write_text_atomic
 from mythloop.sweep.study import read_study
 
@@ -76,6 +77,8 @@ def compute_study(levels: dict[float, dict[str, Any]], study: dict[str, Any]) ->
             for x in order:
                 d = table[f"{x:.2f}"]["differences"].get(name, {}).get(key)
                 verdict = claim(key, d)
+                if verdict is None and zero_width(d) and float(d["mean"]) == 0:
+                    verdict = "none"  # the same on every prompt: no difference at all
                 claims[name].setdefault(key, {})[f"{x:.2f}"] = verdict
                 if verdict is None:
                     claimable = False
@@ -191,7 +194,8 @@ def _break_even_lines(study: dict[str, Any]) -> list[str]:
         for key, _ in STUDY_METRICS:
             be = per_key.get(key, {})
             if not be.get("claimable"):
-                parts.append(f"{labels[key]}: no interval at some level")
+                parts.append(f"{labels[key]}: not claimable at some level (no interval, or "
+                             "a zero-width one)")
             elif be.get("noise") is None:
                 parts.append(f"{labels[key]}: never (interval excludes 0 up to noise {top})")
             else:
