@@ -2,6 +2,8 @@
 
     python bench/intervals.py --json                 # the full table (4000 sweeps per shape)
     python bench/intervals.py --json --sims 400      # a quick look
+    python bench/intervals.py --record               # also write bench/intervals.json, which
+                                                     # bench/report.py renders into RESULTS.md
 
 Each simulated sweep has the project's shape: 38 prompts, 1, 3 or 5 replicates, rates near
 0.1, 0.5 and 0.9. Prompt p has a logit a_p ~ N(logit(rate), 1.0^2) (prompts differ); each
@@ -28,6 +30,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mythloop.analysis.stats import interval, paired_difference  # noqa: E402
 
+OUT = Path(__file__).with_name("intervals.json")
 PROMPTS = 38
 REPLICATES = (1, 3, 5)
 RATES = (0.1, 0.5, 0.9)
@@ -153,9 +158,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the JSON object only")
     parser.add_argument("--sims", type=int, default=4000, help="simulated sweeps per shape")
+    parser.add_argument("--record", action="store_true",
+                        help="write bench/intervals.json (rendered into bench/RESULTS.md)")
     args = parser.parse_args()
     if args.sims < 1:
         sys.exit("--sims must be at least 1")
+    load_start = list(os.getloadavg())
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    cpu0 = time.process_time()
     cov = table(args.sims)
     others = {f"rate={rate} reps={reps}": alternatives(rate, reps, max(args.sims // 4, 50))
               for rate in RATES for reps in REPLICATES}
@@ -169,7 +179,10 @@ def main() -> None:
               "sims": args.sims, "prompts": PROMPTS,
               "sd": {"prompt": SD_PROMPT, "judge": SD_JUDGE, "effect": SD_EFFECT,
                      "shared": SD_SHARED},
-              "commit": _commit(), "load_average": list(os.getloadavg())}
+              "commit": _commit(), "started_utc": started, "load_start": load_start,
+              "load_end": list(os.getloadavg()), "cpu_s": round(time.process_time() - cpu0, 1)}
+    if args.record:
+        OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(result, indent=2))
         return

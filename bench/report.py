@@ -445,6 +445,48 @@ of the sweep table).
 """
 
 
+def _intervals(path: Path | None = None) -> list[str]:
+    """Coverage of the report's intervals (bench/intervals.py --record -> intervals.json)."""
+    path = path or Path(__file__).with_name("intervals.json")
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    goal = r.get("goal", [0.93, 0.97])
+    out = ["", "## Interval coverage (bench/intervals.py)", "",
+           f"Not run by `make bench`; recorded {r.get('started_utc')}, commit {r.get('commit')}, "
+           f"load average (1/5/15 min) {r.get('load_start')} at the start, {r.get('load_end')} "
+           f"at the end; {r.get('sims')} simulated sweeps per shape, {r.get('cpu_s')} s CPU. "
+           f"Coverage of the true value by the report's 95% intervals (docs/statistics.md: "
+           f"{r.get('prompts')} prompts, rates near 0.1 / 0.5 / 0.9, 1 / 3 / 5 replicates; "
+           f"`effect` is the treated condition's logit shift; `shared` adds a replicate "
+           f"effect every prompt of a run shares). Goal {goal[0]}-{goal[1]}: main family "
+           f"{'met' if r.get('all_within_goal') else '**NOT met**'}, shared family "
+           f"{'met' if r.get('shared_within_goal') else '**NOT met**'}.", "",
+           "| interval | rate 0.1 | rate 0.5 | rate 0.9 |", "|---|---:|---:|---:|"]
+    rows: dict[str, dict[str, float]] = {}
+    for key, value in r["coverage"].items():
+        rate = next(p for p in key.split() if p.startswith("rate="))
+        rows.setdefault(key.replace(f" {rate}", ""), {})[rate] = value
+    for name, by_rate in rows.items():
+        cells = [by_rate.get(f"rate={x}") for x in (0.1, 0.5, 0.9)]
+        out.append(f"| {name} | " + " | ".join(
+            "—" if c is None else (f"{c:.3f}" if goal[0] <= c <= goal[1] else f"**{c:.3f}**")
+            for c in cells) + " |")
+    others = r.get("not_chosen_level_coverage") or {}
+    if others:
+        out += ["", "Methods not chosen, on the same kind of sweeps (level intervals; "
+                f"{max(r.get('sims', 0) // 4, 50)} sweeps per shape):", "",
+                "| shape | percentile bootstrap (prompts, then replicates) | t over prompts | "
+                "t over prompts: share outside [0, 1] | t over replicate means (earlier) |",
+                "|---|---:|---:|---:|---:|"]
+        for shape, o in others.items():
+            trep = o.get("t over replicate means")
+            out.append(f"| {shape} | {o['percentile bootstrap']:.3f} | {o['t over prompts']:.3f} "
+                       f"| {o['t over prompts, share outside [0, 1]']:.3f} | "
+                       f"{'none' if trep is None else f'{trep:.3f}'} |")
+    return out
+
+
 def _noise_study(path: Path | None = None) -> list[str]:
     """The noise study's recorded run (bench/noise_study.py -> bench/noise_study.json)."""
     path = path or Path(__file__).with_name("noise_study.json")
@@ -455,8 +497,9 @@ def _noise_study(path: Path | None = None) -> list[str]:
            f"Not run by `make bench` (4-16 min on 2 shared cores); recorded {r.get('started_utc')}, "
            f"commit {r.get('commit')}, {r.get('cores')} cores.", "",
            f"`{r['command']}`: wall **{r['wall_s'] / 60:.1f} min** ({r['wall_s']:.0f} s), "
-           f"end to end (its own temporary Prefect server, 3 levels x 3 conditions x 3 "
-           f"replicates x 4 rounds, each level's analysis and the study's). Load average "
+           f"end to end (its own temporary Prefect server, {len(r.get('levels') or {}) or 3} "
+           f"levels x 3 conditions x 3 replicates x 4 rounds, each level's analysis and the "
+           f"study's). Load average "
            f"(1 min) {_n(r.get('load_start'), '', 1)} at the start, "
            f"{_n(r.get('load_end'), '', 1)} at the end, {_n(r.get('load_mean'), '', 1)} on "
            f"average over the run." + (f" {r['note']}" if r.get("note") else ""), ""]
@@ -673,6 +716,7 @@ def render_results(data: dict) -> str:
                   + (f" Figures kept from the run of {part['from_run']}." if part.get("from_run")
                      else "")]
     lines += _noise_study()
+    lines += _intervals()
     findings = _findings(parts)
     lines += ["", "## Findings", ""]
     if not findings and all(ok is not False for *_, ok in _targets(parts)):

@@ -331,3 +331,23 @@ def test_with_a_notification_block_the_automation_sends_through_it(nights):
     assert received, "the notification block was never called"
     text = json.loads(received[0])["text"]
     assert "c3 score gap got worse" in text and "1.8 -> 1.5" in text and "/r/new" in text
+
+
+def test_history_plots_one_x_per_night_inside_the_range(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from mythloop.analysis.history import history_figure
+
+    path = tmp_path / "history.jsonl"
+    for i, name in enumerate(("n1", "n2")):
+        append_night(_small_night(tmp_path, name, f"2026-01-0{i + 1}T02:05:00Z"), path)
+    fig = history_figure(read_nights(path))
+    try:
+        ax = fig.axes[4]  # trap-win rate: c0 and c3 each night
+        xs = [tuple(line.get_xdata()) for line in ax.get_lines() if len(line.get_xdata()) == 2]
+        assert len(xs) >= 2 and len(set(xs)) == 1  # every condition at the night's own x
+        assert xs[0] == (0, 1)
+        low, high = ax.get_ylim()
+        assert -0.1 <= low and high <= 1.1  # a rate's panel spans [0, 1], bars inside it
+    finally:
+        plt.close(fig)

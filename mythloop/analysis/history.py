@@ -193,6 +193,17 @@ def draw_history(nights: list[Night], path: Path) -> Path:
     """history.png: each headline metric per night (one panel each), one line per condition,
     every condition of a night at that night's x (its own marker), with the report's 95%
     interval where there is one; the y-axis spans the metric's range."""
+    fig = history_figure(nights)
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return path
+
+
+def history_figure(nights: list[Night]) -> Any:
+    """The figure of `draw_history` (not saved, not closed)."""
     fig, axes = plt.subplots(3, 3, figsize=(13, 9), sharex=True)
     conds = sorted({r["cond"] for n in nights for r in n.rows})
     labels = [n.night[5:16].replace("T", " ") for n in nights]
@@ -224,12 +235,7 @@ def draw_history(nights: list[Night], path: Path) -> Path:
     fig.suptitle("last round per night: mean with its 95% interval (prompts x replicates, "
                  "as in report.md); every condition of a night at the same x", fontsize=10)
     fig.tight_layout()
-    try:
-        with replacing(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})
-    finally:
-        plt.close(fig)
-    return path
+    return fig
 
 
 def trend_rows(nights: list[Night]) -> list[dict[str, str]]:
