@@ -120,9 +120,11 @@ def _intro(m: dict[str, Any], sweep: SweepRecord) -> list[str]:
     """What a newcomer needs before the Conclusion: the conditions, the judge and its noise,
     what was counted."""
     out = ["Conditions (how the router uses the verdicts it stores; docs/blend.md):", ""]
-    for cond in m["conditions"]:
+    for cond in [*CONDITION_HELP, *(c for c in m["conditions"] if c not in CONDITION_HELP)]:
+        ran = cond in m["conditions"]
         out.append(f"- **{cond.upper()}**: {CONDITION_HELP.get(cond, 'unknown condition')}"  # type: ignore[call-overload]
-                   + (" (the baseline)" if cond == m.get("baseline") else ""))
+                   + (" (the baseline)" if cond == m.get("baseline") else "")
+                   + ("" if ran else " (not run here)"))
     noise = (sweep.judge_options or {}).get("noise")
     judge = sweep.judge or "unknown"
     if sweep.simulated is True:
@@ -131,9 +133,14 @@ def _intro(m: dict[str, Any], sweep: SweepRecord) -> list[str]:
                 f"{noise if noise is not None else '?'} (its noise; mythloop/llm/simulated.py)")
     else:
         what = f"`{judge}`" + (f" (noise {noise})" if noise is not None else "")
-    prompts = len(m.get("prompts") or {})
+    prompts = m.get("prompts") or {}
+    kinds = [p.get("kind") for p in prompts.values()]
+    mix = ", ".join(f"{kinds.count(k)} {label}" for k, label in (
+        ("trap", "trap"), ("normal", "normal"), ("heldout", "held-out"), ("null", "null"))
+        if kinds.count(k))
     reps = ", ".join(f"{c.upper()} {len(r)}" for c, r in m["replicates"].items())
-    out += ["", f"Judge: {what}. {prompts} prompts, replicates per condition: {reps}; "
+    out += ["", f"Judge: {what}. {len(prompts)} prompts ({mix}; trap + normal are the "
+            f"in-distribution ones), replicates per condition: {reps}; "
             f"{len(m.get('rounds') or [])} rounds of measure then learn.", ""]
     return out
 
