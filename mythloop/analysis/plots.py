@@ -85,6 +85,8 @@ def _by_round(
             ax.fill_between([x for x, _ in banded], [s["lo"] for _, s in banded],
                             [s["hi"] for _, s in banded], color=colour, alpha=0.2)
             methods.update(str(s.get("method", "none")) for _, s in banded)
+            if any("prompt variation only" in str(s.get("covers", "")) for _, s in banded):
+                methods.add("prompts-only")
         drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -106,7 +108,10 @@ def _band_note(methods: set[str]) -> str:
     """What the bands are, from the methods actually drawn."""
     if not methods:
         return "no band: no 95% interval could be computed (see report.md)"
-    return "bands: 95% " + " / ".join(INTERVAL_METHODS.get(m, m) for m in sorted(methods))
+    only = "prompts-only" in methods
+    shown = sorted(methods - {"prompts-only"})
+    text = "bands: 95% " + " / ".join(INTERVAL_METHODS.get(m, m) for m in shown)
+    return text + ("; 1 replicate: prompt variation only" if only else "")
 
 
 def _verdict_mix(metrics: dict[str, Any]) -> Figure:
