@@ -142,7 +142,7 @@ def test_a_zero_width_interval_is_never_a_claim(c3_as_c0):
     assert len(with_interval) > 10
     assert all(d["lo"] == d["hi"] == d["mean"] == 0 for d in with_interval)
     # a group of one prompt gets no interval, and says why
-    assert "needs at least 2" in diffs["null.abstention_rate"]["why"]
+    assert diffs["null.abstention_rate"]["why"] == "only 1 prompt"
     conclusion = next(x for x in result.report_path.read_text(encoding="utf-8").splitlines()
                       if x.startswith("**Conclusion**"))
     assert "better on" not in conclusion and "worse on" not in conclusion

@@ -57,9 +57,9 @@ def test_one_replicate_covers_prompts_only_and_says_so():
 
 def test_no_interval_says_why():
     s = interval(np.array([[1.0, 0.0, 1.0]]), (0.0, 1.0))  # one prompt
-    assert s["lo"] is None and s["hi"] is None and "at least 2" in s["why"]
+    assert s["lo"] is None and s["hi"] is None and s["why"] == "only 1 prompt"
     one = mean_interval([0.4])
-    assert one["lo"] is None and "1 replicate(s)" in one["why"]
+    assert one["lo"] is None and one["why"] == "only 1 replicate"
     assert summarize({1: None}) is None and difference({1: None}, {1: 0.2}) is None
 
 

@@ -18,7 +18,7 @@ def _s(mean: float, lo: float | None, hi: float | None, n: int = 3) -> dict:
     """A summary; n < 3 here stands for one without an interval (lo and hi None, a why)."""
     if n < 3:
         return {"mean": mean, "lo": None, "hi": None, "n": 1, "n_prompts": 1,
-                "why": "1 prompt(s) with a value: an interval needs at least 2"}
+                "why": "only 1 prompt"}
     return {"mean": mean, "lo": lo, "hi": hi, "n": n * 38, "n_prompts": 38, "n_replicates": n}
 
 
@@ -144,8 +144,7 @@ def test_single_level_conclusion_names_metrics_with_intervals():
 
 def test_fmt_says_why_there_is_no_interval():
     assert fmt(_s(0.5, 0.25, 0.75, n=3)) == "0.500 [0.250, 0.750]"
-    assert fmt(_s(0.5, 0.25, 0.75, n=2)) == ("0.500 (no interval: 1 prompt(s) with a value: an "
-                                            "interval needs at least 2)")
+    assert fmt(_s(0.5, 0.25, 0.75, n=2)) == "0.500 (no interval: only 1 prompt)"
     assert fmt(_s(0.1, 0.1, 0.1), sign=True) == "+0.100 [+0.100, +0.100] (no spread)"
 
 

@@ -234,7 +234,7 @@ def test_compare_names_config_differences_first_and_refuses_other_prompts(tmp_pa
     md = (b / "compare.md").read_text()
     assert md.index("noise: A 0.2 | B 0.4") < md.index("| c0 |")
     # a metric over one prompt: no interval, no verdict, and the reason in words
-    assert "| not claimed (1 prompt(s) with a value: an interval needs at least 2) |" in md
+    assert "| not claimed (only 1 prompt) |" in md
     # another prompt set: refused in one line
     rows = (b / "c0-rep1" / "round_0.jsonl").read_text().replace("t_regex", "t_other")
     for sandbox in b.glob("c*-rep*"):

@@ -157,8 +157,7 @@ def _finish(mean: float, terms: list[tuple[float, float]], p: int, r: int, bound
         out["n"] = p
     if p < MIN_INTERVAL_N or not terms:
         who = "replicate" if units == "replicates" else "prompt"
-        out["why"] = (f"{p} {who}(s) with a value: an interval needs at least "
-                      f"{MIN_INTERVAL_N}")
+        out["why"] = f"only {p} {who}{'' if p == 1 else 's'}"  # an interval needs 2
         return out
     v, df = _combine(terms)
     q = _t_quantile(df)

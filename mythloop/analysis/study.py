@@ -153,9 +153,11 @@ def _conclusion(order, names, claims, table, min_n, baseline) -> str:
         text += ("improves " + "; ".join(good)) if good else "improves nothing"
         text += (", hurts " + "; ".join(bad)) if bad else ", hurts nothing"
         sentences.append(text)
+    only = ("; with 1 replicate they cover prompt variation only, not the judge's randomness "
+            "across replicates" if min_n == 1 else "")
     return "; ".join(sentences) + (f" (last round, 95% intervals over the prompts x {min_n}+ "
                                    "replicate(s), paired by prompt; a metric counts only when "
-                                   "its whole interval is on one side of 0)")
+                                   f"its whole interval is on one side of 0{only})")
 
 
 def _cell(s: dict[str, Any] | None, sign: bool = False) -> str:
