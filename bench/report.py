@@ -445,6 +445,10 @@ of the sweep table).
 """
 
 
+def _loads(values: list[float] | None) -> str:
+    return "?" if not values else " / ".join(f"{v:.2f}" for v in values)
+
+
 def _intervals(path: Path | None = None) -> list[str]:
     """Coverage of the report's intervals (bench/intervals.py --record -> intervals.json)."""
     path = path or Path(__file__).with_name("intervals.json")
@@ -454,8 +458,8 @@ def _intervals(path: Path | None = None) -> list[str]:
     goal = r.get("goal", [0.93, 0.97])
     out = ["", "## Interval coverage (bench/intervals.py)", "",
            f"Not run by `make bench`; recorded {r.get('started_utc')}, commit {r.get('commit')}, "
-           f"load average (1/5/15 min) {r.get('load_start')} at the start, {r.get('load_end')} "
-           f"at the end; {r.get('sims')} simulated sweeps per shape, {r.get('cpu_s')} s CPU. "
+           f"load average (1/5/15 min) {_loads(r.get('load_start'))} at the start, "
+           f"{_loads(r.get('load_end'))} at the end; {r.get('sims')} simulated sweeps per shape, {r.get('cpu_s')} s CPU. "
            f"Coverage of the true value by the report's 95% intervals (docs/statistics.md: "
            f"{r.get('prompts')} prompts, rates near 0.1 / 0.5 / 0.9, 1 / 3 / 5 replicates; "
            f"`effect` is the treated condition's logit shift; `shared` adds a replicate "
@@ -470,7 +474,7 @@ def _intervals(path: Path | None = None) -> list[str]:
     for name, by_rate in rows.items():
         cells = [by_rate.get(f"rate={x}") for x in (0.1, 0.5, 0.9)]
         out.append(f"| {name} | " + " | ".join(
-            "—" if c is None else (f"{c:.3f}" if goal[0] <= c <= goal[1] else f"**{c:.3f}**")
+            "—" if c is None else (f"{c:.3f}" if goal[0] <= c <= goal[1] else f"**{c:.4f}**")
             for c in cells) + " |")
     others = r.get("not_chosen_level_coverage") or {}
     if others:
