@@ -142,7 +142,7 @@ def _stack(units: UnitCells, cond: str, round_idx: int, key: str,
                   and (reps is None or rep in reps))
     if not have:
         return [], None
-    return have, np.column_stack([cols[rep] for rep in have])
+    return have, np.column_stack([col for rep in have if (col := cols[rep]) is not None])
 
 
 def _with_replicates(s: dict[str, Any], per_rep: dict[int, Any]) -> dict[str, Any]:

@@ -251,7 +251,7 @@ def mean_interval(values: Sequence[float], bounds: Bounds = (None, None), **_: A
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("mean_interval needs at least one value")
-    mean, terms, p, _ = _terms(data[:, None])
+    mean, terms, p, _one = _terms(data[:, None])
     return _finish(mean, terms, p, 1, bounds, units="replicates")
 
 
