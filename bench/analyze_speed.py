@@ -125,7 +125,10 @@ def main() -> None:
             runs["base"].append(_run(base_pkg, dirs["base"]))
             runs["this"].append(_run(REPO, dirs["this"]))
         best = {k: min(r["analyze_cpu_s"] for r in v) for k, v in runs.items()}
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                                capture_output=True, text=True).stdout.strip()
         print(json.dumps({"synthetic": True, "size": size, "base": args.base, "runs": runs,
+                          "commit": commit,
                           "best_cpu_s": best, "ratio_this_over_base": best["this"] / best["base"],
                           "load_start": load_start, "load_end": os.getloadavg(),
                           "metrics_json_mb": {k: (d / "metrics.json").stat().st_size / 1e6

@@ -491,6 +491,33 @@ def _intervals(path: Path | None = None) -> list[str]:
     return out
 
 
+def _analyze_speed(path: Path | None = None) -> list[str]:
+    """`mythloop analyze` at MetaTool's size against an earlier commit (bench/analyze_speed.py,
+    its JSON output saved as bench/analyze_speed.json)."""
+    path = path or Path(__file__).with_name("analyze_speed.json")
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    runs, best, size = r["runs"], r["best_cpu_s"], r["size"]
+    walls = [w["wall_s"] for v in runs.values() for w in v]
+    rss = {k: max(w["peak_rss_mb"] for w in v) for k, v in runs.items()}
+    mb = r.get("metrics_json_mb", {})
+    return ["", "### `mythloop analyze` at MetaTool's size (bench/analyze_speed.py)", "",
+            f"A SYNTHETIC results dir of MetaTool's shape (its {size['prompts']:,} prompt ids and "
+            f"expected tools; 3 conditions x 1 replicate x 4 rounds: "
+            f"{size['measurement_rows']:,} measurement rows, {size['turns']:,} turns), analysed "
+            f"by this checkout and by {r['base']}, each in its own process, "
+            f"{len(runs['this'])} interleaved repeats, recorded at commit "
+            f"{r.get('commit', '?')}; load average {_loads(r.get('load_start'))} at the start, "
+            f"{_loads(r.get('load_end'))} at the end: analysis CPU {best['this']:.2f} s against "
+            f"{best['base']:.2f} s (best of each; **{r['ratio_this_over_base']:.2f}x**), wall "
+            f"{min(walls):.0f}-{max(walls):.0f} s for both (loading the rows dominates), peak "
+            f"RSS {rss['this']:.0f} MB against {rss['base']:.0f} MB; metrics.json "
+            f"{mb.get('this', 0):.1f} MB against {mb.get('base', 0):.1f} MB (the per-prompt "
+            "values of the headline metrics at the last round, which compare and the history "
+            "pair by prompt)."]
+
+
 def _noise_study(path: Path | None = None) -> list[str]:
     """The noise study's recorded run (bench/noise_study.py -> bench/noise_study.json)."""
     path = path or Path(__file__).with_name("noise_study.json")
@@ -602,6 +629,10 @@ def _metatool(part: dict) -> list[str]:
            "so prompt variation only), and the condition minus C0 paired by prompt:", "",
            "| cond | round | hit@1 | hit@5 | MRR | hit@1 - C0 | hit@5 - C0 |",
            "|---|---:|---:|---:|---:|---|---|"]
+    if not any(r.get("ci") for rows in held.values() for r in rows):
+        out[len(out) - 2:len(out) - 2] = [
+            "(This run predates the intervals' recording: means only; bench/metatool.py "
+            "records them on its next run.)", ""]
     for cond, rows in sorted(held.items()):
         out += [f"| {cond} | {r['round'] + 1} | {_ci(r, 'hit@1')} | {_ci(r, 'hit@5')} | "
                 f"{_ci(r, 'mrr')} | {_vs(r, 'hit@1')} | {_vs(r, 'hit@5')} |" for r in rows]
@@ -721,6 +752,7 @@ def render_results(data: dict) -> str:
                      else "")]
     lines += _noise_study()
     lines += _intervals()
+    lines += _analyze_speed()
     findings = _findings(parts)
     lines += ["", "## Findings", ""]
     if not findings and all(ok is not False for *_, ok in _targets(parts)):
