@@ -8,7 +8,8 @@ sampled) with the benchmark's train queries as learned prompts and its dev queri
       --conditions c0 c3 c4 --rounds 4 --replicates 1
 
 and reports: the wall of that command, per-round measure and learn times (from the sandbox's
-files), held-out hit@1 / hit@5 / MRR per round and condition (the sweep's metrics.json),
+files), held-out hit@1 / hit@5 / MRR per round and condition with the report's 95% intervals
+and each learning condition minus C0 paired by prompt (the sweep's metrics.json),
 a BM25 baseline over name + description on the same dev queries, and the ranking p50 with
 199 skills and every verdict of the sweep in the store (after the query embedding). The data
 is read from /work/shared/benchmarks/metatool (or $MYTHLOOP_METATOOL), never copied.
@@ -47,14 +48,24 @@ def _round_times(shard: Path, rounds: int) -> list[dict]:
 
 
 def _heldout(metrics: dict) -> dict:
-    """cond -> [{round, hit@1, hit@5, mrr}] from the sweep's metrics.json."""
+    """cond -> [{round, hit@1, hit@5, mrr, ci, vs_c0}] from the sweep's metrics.json: the
+    means, their 95% intervals (`ci`: the report's, 374 dev prompts as the unit) and each
+    learning condition minus C0 paired by prompt (`vs_c0`: mean, lo, hi)."""
     out = {}
+    keys = ("hit@1", "hit@5", "mrr")
     for cond, rounds in metrics["per_round"].items():
         rows = []
+        diffs = (metrics.get("differences") or {}).get(f"{cond}-c0", {}).get("per_round", {})
         for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0])):
             if "heldout.hit@1" in s:
-                rows.append({"round": int(r), **{k: s[f"heldout.{k}"]["mean"]
-                                                 for k in ("hit@1", "hit@5", "mrr")}})
+                row = {"round": int(r), **{k: s[f"heldout.{k}"]["mean"] for k in keys},
+                       "ci": {k: [s[f"heldout.{k}"].get("lo"), s[f"heldout.{k}"].get("hi")]
+                              for k in keys}}
+                d = diffs.get(r, {})
+                if d:
+                    row["vs_c0"] = {k: {x: d[f"heldout.{k}"].get(x) for x in ("mean", "lo", "hi")}
+                                    for k in keys if f"heldout.{k}" in d}
+                rows.append(row)
         out[cond] = rows
     return out
 

@@ -89,7 +89,13 @@ def main() -> None:
     parser.add_argument("--started-utc")
     parser.add_argument("--commit", help="the commit the timed run used (default: HEAD)")
     parser.add_argument("--note", default="")
+    parser.add_argument("--noise", nargs="+", help="the levels the run used (default: "
+                        "0 0.2 0.4, the issue's command)")
     args = parser.parse_args()
+    if args.noise:
+        start = ARGS.index("--noise") + 1
+        end = ARGS.index("--conditions")
+        ARGS[start:end] = args.noise
     if args.wall_s is None:
         run = _run(args.results_dir)
     else:

@@ -109,10 +109,12 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
                          f"{last['hit@5']:.3f} ({best})", last["hit@5"] >= 0.90))
             if base:
                 below = sorted(c for c, rows_ in learners.items()
-                               if any(r[k] < b[k] - 1e-9 for r, b in zip(rows_, base, strict=False)
+                               if any(_below_c0(r, b, k)
+                                      for r, b in zip(rows_, base, strict=False)
                                       for k in ("hit@1", "hit@5")))
                 rows.append(("metatool", "no learning condition below C0 on dev hit@1/hit@5, any "
-                             "round", "below: " + (", ".join(below) or "none"), not below))
+                             "round (paired 95% interval wholly below 0 where recorded)",
+                             "below: " + (", ".join(below) or "none"), not below))
     bad = parts.get("bad_input", {}).get("figures")
     if bad:
         rows.append(("bad_input", "each bad input answered in one line in < 1 s (median)",
@@ -443,6 +445,79 @@ of the sweep table).
 """
 
 
+def _loads(values: list[float] | None) -> str:
+    return "?" if not values else " / ".join(f"{v:.2f}" for v in values)
+
+
+def _intervals(path: Path | None = None) -> list[str]:
+    """Coverage of the report's intervals (bench/intervals.py --record -> intervals.json)."""
+    path = path or Path(__file__).with_name("intervals.json")
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    goal = r.get("goal", [0.93, 0.97])
+    out = ["", "## Interval coverage (bench/intervals.py)", "",
+           f"Not run by `make bench`; recorded {r.get('started_utc')}, commit {r.get('commit')}, "
+           f"load average (1/5/15 min) {_loads(r.get('load_start'))} at the start, "
+           f"{_loads(r.get('load_end'))} at the end; {r.get('sims')} simulated sweeps per shape, {r.get('cpu_s')} s CPU. "
+           f"Coverage of the true value by the report's 95% intervals (docs/statistics.md: "
+           f"{r.get('prompts')} prompts, rates near 0.1 / 0.5 / 0.9, 1 / 3 / 5 replicates; "
+           f"`effect` is the treated condition's logit shift; `shared` adds a replicate "
+           f"effect every prompt of a run shares). Goal {goal[0]}-{goal[1]}: main family "
+           f"{'met' if r.get('all_within_goal') else '**NOT met**'}, shared family "
+           f"{'met' if r.get('shared_within_goal') else '**NOT met**'}.", "",
+           "| interval | rate 0.1 | rate 0.5 | rate 0.9 |", "|---|---:|---:|---:|"]
+    rows: dict[str, dict[str, float]] = {}
+    for key, value in r["coverage"].items():
+        rate = next(p for p in key.split() if p.startswith("rate="))
+        rows.setdefault(key.replace(f" {rate}", ""), {})[rate] = value
+    for name, by_rate in rows.items():
+        cells = [by_rate.get(f"rate={x}") for x in (0.1, 0.5, 0.9)]
+        out.append(f"| {name} | " + " | ".join(
+            "—" if c is None else (f"{c:.3f}" if goal[0] <= c <= goal[1] else f"**{c:.4f}**")
+            for c in cells) + " |")
+    others = r.get("not_chosen_level_coverage") or {}
+    if others:
+        out += ["", "Methods not chosen, on the same kind of sweeps (level intervals; "
+                f"{max(r.get('sims', 0) // 4, 50)} sweeps per shape):", "",
+                "| shape | percentile bootstrap (prompts, then replicates) | t over prompts | "
+                "t over prompts: share outside [0, 1] | t over replicate means (earlier) |",
+                "|---|---:|---:|---:|---:|"]
+        for shape, o in others.items():
+            trep = o.get("t over replicate means")
+            out.append(f"| {shape} | {o['percentile bootstrap']:.3f} | {o['t over prompts']:.3f} "
+                       f"| {o['t over prompts, share outside [0, 1]']:.3f} | "
+                       f"{'none' if trep is None else f'{trep:.3f}'} |")
+    return out
+
+
+def _analyze_speed(path: Path | None = None) -> list[str]:
+    """`mythloop analyze` at MetaTool's size against an earlier commit (bench/analyze_speed.py,
+    its JSON output saved as bench/analyze_speed.json)."""
+    path = path or Path(__file__).with_name("analyze_speed.json")
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    runs, best, size = r["runs"], r["best_cpu_s"], r["size"]
+    walls = [w["wall_s"] for v in runs.values() for w in v]
+    rss = {k: max(w["peak_rss_mb"] for w in v) for k, v in runs.items()}
+    mb = r.get("metrics_json_mb", {})
+    return ["", "### `mythloop analyze` at MetaTool's size (bench/analyze_speed.py)", "",
+            f"A SYNTHETIC results dir of MetaTool's shape (its {size['prompts']:,} prompt ids and "
+            f"expected tools; 3 conditions x 1 replicate x 4 rounds: "
+            f"{size['measurement_rows']:,} measurement rows, {size['turns']:,} turns), analysed "
+            f"by this checkout and by {r['base']}, each in its own process, "
+            f"{len(runs['this'])} interleaved repeats, recorded at commit "
+            f"{r.get('commit', '?')}; load average {_loads(r.get('load_start'))} at the start, "
+            f"{_loads(r.get('load_end'))} at the end: analysis CPU {best['this']:.2f} s against "
+            f"{best['base']:.2f} s (best of each; **{r['ratio_this_over_base']:.2f}x**), wall "
+            f"{min(walls):.0f}-{max(walls):.0f} s for both (loading the rows dominates), peak "
+            f"RSS {rss['this']:.0f} MB against {rss['base']:.0f} MB; metrics.json "
+            f"{mb.get('this', 0):.1f} MB against {mb.get('base', 0):.1f} MB (the per-prompt "
+            "values of the headline metrics at the last round, which compare and the history "
+            "pair by prompt)."]
+
+
 def _noise_study(path: Path | None = None) -> list[str]:
     """The noise study's recorded run (bench/noise_study.py -> bench/noise_study.json)."""
     path = path or Path(__file__).with_name("noise_study.json")
@@ -453,8 +528,9 @@ def _noise_study(path: Path | None = None) -> list[str]:
            f"Not run by `make bench` (4-16 min on 2 shared cores); recorded {r.get('started_utc')}, "
            f"commit {r.get('commit')}, {r.get('cores')} cores.", "",
            f"`{r['command']}`: wall **{r['wall_s'] / 60:.1f} min** ({r['wall_s']:.0f} s), "
-           f"end to end (its own temporary Prefect server, 3 levels x 3 conditions x 3 "
-           f"replicates x 4 rounds, each level's analysis and the study's). Load average "
+           f"end to end (its own temporary Prefect server, {len(r.get('levels') or {}) or 3} "
+           f"levels x 3 conditions x 3 replicates x 4 rounds, each level's analysis and the "
+           f"study's). Load average "
            f"(1 min) {_n(r.get('load_start'), '', 1)} at the start, "
            f"{_n(r.get('load_end'), '', 1)} at the end, {_n(r.get('load_mean'), '', 1)} on "
            f"average over the run." + (f" {r['note']}" if r.get("note") else ""), ""]
@@ -508,6 +584,27 @@ PUBLISHED_TOOLE = (  # Re-Invoke (Chen et al., Findings of EMNLP 2024), Table 1;
 )
 
 
+def _below_c0(row: dict, base: dict, key: str) -> bool:
+    """Below C0 on KEY at a round: the whole paired 95% interval of the difference under 0
+    (the report's method); a run recorded without intervals compares the means."""
+    d = (row.get("vs_c0") or {}).get(key)
+    if d and d.get("hi") is not None:
+        return d["hi"] < 0
+    return row[key] < base[key] - 1e-9
+
+
+def _ci(row: dict, key: str) -> str:
+    lo, hi = (row.get("ci") or {}).get(key, [None, None])
+    return f"{row[key]:.3f}" if lo is None else f"{row[key]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _vs(row: dict, key: str) -> str:
+    d = (row.get("vs_c0") or {}).get(key)
+    if not d or d.get("lo") is None:
+        return "—"
+    return f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
 def _metatool(part: dict) -> list[str]:
     f = part["figures"]
     if f.get("returncode"):
@@ -527,11 +624,18 @@ def _metatool(part: dict) -> list[str]:
            f"process tree {f['peak_tree_rss_mb']:.0f} MB (target <= 1,536 MB); load "
            f"{f['load_before']} before, {f['load_after']} after.", "",
            "Held-out (dev, 374 queries never learned from) per round; the round is measured "
-           "before that round's learning, so round 1 is every condition's starting point:", "",
-           "| cond | round | hit@1 | hit@5 | MRR |", "|---|---:|---:|---:|---:|"]
+           "before that round's learning, so round 1 is every condition's starting point. "
+           "Mean [95% interval] with the prompt as the unit (the report's method; 1 replicate, "
+           "so prompt variation only), and the condition minus C0 paired by prompt:", "",
+           "| cond | round | hit@1 | hit@5 | MRR | hit@1 - C0 | hit@5 - C0 |",
+           "|---|---:|---:|---:|---:|---|---|"]
+    if not any(r.get("ci") for rows in held.values() for r in rows):
+        out[len(out) - 2:len(out) - 2] = [
+            "(This run predates the intervals' recording: means only; bench/metatool.py "
+            "records them on its next run.)", ""]
     for cond, rows in sorted(held.items()):
-        out += [f"| {cond} | {r['round'] + 1} | {r['hit@1']:.3f} | {r['hit@5']:.3f} | "
-                f"{r['mrr']:.3f} |" for r in rows]
+        out += [f"| {cond} | {r['round'] + 1} | {_ci(r, 'hit@1')} | {_ci(r, 'hit@5')} | "
+                f"{_ci(r, 'mrr')} | {_vs(r, 'hit@1')} | {_vs(r, 'hit@5')} |" for r in rows]
     out += ["", "Per-round times (from the sandbox's files; measure = rank all 2,363 prompts "
                 "and write the round file, learn = every learning turn of the round). The bench "
                 "state's embedding cache was warm from earlier runs; a cold first run also "
@@ -647,6 +751,8 @@ def render_results(data: dict) -> str:
                   + (f" Figures kept from the run of {part['from_run']}." if part.get("from_run")
                      else "")]
     lines += _noise_study()
+    lines += _intervals()
+    lines += _analyze_speed()
     findings = _findings(parts)
     lines += ["", "## Findings", ""]
     if not findings and all(ok is not False for *_, ok in _targets(parts)):

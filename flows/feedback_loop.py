@@ -167,10 +167,10 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
                     run.append_turn(row)
                 failed_turns += sum(not row.ok for row in rows)
             run.mark_round_complete(round_idx)
-            hit3 = measured.in_distribution_hit_at_3
+            line = measured.round_line()  # trap-win, hit@5, held-out hit@1, hit@3
             where = f"round {round_idx + 1} of {config.rounds}"  # as report and plots say
-            say(f"[sweep] {run.name} {where}: in-distribution hit@3 {hit3:.2f}"
-                if hit3 is not None else f"[sweep] {run.name} {where} measured")
+            say(f"[sweep] {run.name} {where}: {line}" if line
+                else f"[sweep] {run.name} {where} measured")
             if progress_artifact_id:
                 update_progress_artifact(UUID(progress_artifact_id),
                                          100.0 * (progress_base + round_idx + 1) / progress_total)

@@ -29,7 +29,7 @@ def alert_markdown(regression: dict[str, Any]) -> str:
         f"- before ({regression.get('baseline_night', '?')}): {before.get('mean')} "
         f"(`{regression.get('baseline_dir', '?')}`)",
         f"- after: {after.get('mean')} (`{regression.get('results_dir', '?')}`)",
-        f"- after - before, 95% interval over replicates: {_fmt(regression.get('interval'))}",
+        f"- after - before, 95% interval (prompts x replicates, paired by prompt): {_fmt(regression.get('interval'))}",
         "",
         f"Details: `mythloop compare {regression.get('results_dir', 'RESULTS')} --baseline last`"
         f" or `compare.md` in the results dir.",

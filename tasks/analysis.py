@@ -47,7 +47,7 @@ def analyze_results(results_dir: str | Path, sweep_key: str) -> AnalysisResult:
     create_table_artifact(
         table=result.round_rows,
         key=artifact_key(sweep_key, "headline"),
-        description=f"Per-round headline metrics, mean [95% CI] over replicates{simulated}.",
+        description=f"Per-round headline metrics, mean [95% CI] over prompts x replicates{simulated}.",
     )
     report = result.report_path.read_text(encoding="utf-8")
     create_markdown_artifact(

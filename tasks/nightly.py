@@ -91,6 +91,6 @@ def record_night(results_dir: str, sweep_key: str) -> dict[str, Any]:
     create_table_artifact(
         table=trend_rows(series), key=artifact_key(sweep_key, "history"),
         description=(f"Last {len(series)} night(s) of this configuration: last round, mean "
-                     f"[95% CI] over replicates. Trend plot: {figure}; history: {path}"))
+                     f"[95% CI] over prompts x replicates. Trend plot: {figure}; history: {path}"))
     return {"history": str(path), "figure": str(figure), "regressions": regressions,
             "baseline": previous.results_dir if previous else None}

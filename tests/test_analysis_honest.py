@@ -1,5 +1,6 @@
-"""Honest statistics: no band below 3 replicates, no claim from a zero-width interval, the
-Conclusion names a round file cut mid-line, one round numbering, a study names its levels.
+"""Honest statistics: intervals over prompts from 1 replicate, bands inside the axes, no claim
+from a zero-width interval, the Conclusion names a round file cut mid-line, one round
+numbering, a study names its levels.
 
 Each test runs the real analysis (`mythloop.analysis.analyze` on a results dir built from
 tests/data/results_small) and reads what it wrote: metrics.json, report.md, the figures.
@@ -49,8 +50,9 @@ def three_identical(tmp_path) -> Path:
     return root
 
 
-def _figure_bands(metrics: dict, key: str) -> tuple[int, str]:
-    """(filled bands drawn, caption) of one by-round figure."""
+def _figure_bands(metrics: dict, key: str) -> tuple[int, str, list[tuple[float, float]],
+                                                   tuple[float, float]]:
+    """(filled bands drawn, caption, each band's y extent, the y-axis range) of one figure."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
 
@@ -58,52 +60,94 @@ def _figure_bands(metrics: dict, key: str) -> tuple[int, str]:
 
     fig = _by_round(metrics, key, "t", "y", "")
     try:
-        bands = sum(isinstance(c, PolyCollection) for ax in fig.axes for c in ax.collections)
+        polys = [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+        extents = [(float(p.get_paths()[0].vertices[:, 1].min()),
+                    float(p.get_paths()[0].vertices[:, 1].max())) for p in polys]
         caption = " ".join(t.get_text() for t in fig.texts)
+        ylim = tuple(sorted(fig.axes[0].get_ylim()))
     finally:
         plt.close(fig)
-    return bands, caption
+    return len(polys), caption, extents, ylim  # type: ignore[return-value]
 
 
-def test_two_replicates_draw_no_band_and_say_so(tmp_path):
+def test_two_replicates_and_one_draw_bands_over_the_prompts(tmp_path):
+    # c3 has 2 replicates, c0 1 at its last round: the prompt is the unit, so both get
+    # an interval, inside the metric's range and inside the axes
     root = tmp_path / "two"
     shutil.copytree(RESULTS_SMALL, root)
     result = analyze(root)
     metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
     for key in ("in_distribution.hit@3", "trap.trap_win_rate", "trap.twin_rank"):
-        bands, caption = _figure_bands(metrics, key)
-        assert bands == 0
-        assert "no band" in caption and "bootstrap" not in caption
+        bands, caption, extents, (low, high) = _figure_bands(metrics, key)
+        assert bands == 2, key
+        assert "Wilson interval at the clustered effective size" in caption
+        assert all(low <= a <= b <= high for a, b in extents), (key, extents, low, high)
     report = result.report_path.read_text(encoding="utf-8")
     headline = report.split("## Headline", 1)[1].split("##", 1)[0]
-    table = headline.split("|", 1)[1]  # the table, after the sentence that names the method
-    assert "n too small" in table and not re.search(r"\[[-+]?\d", table)
+    table = headline.split("|", 1)[1]
+    assert re.search(r"\[[-+]?\d", table) and "n too small" not in table
+    assert "prompt variation only" in metrics["per_round"]["c0"]["1"][
+        "in_distribution.hit@3"]["covers"]
 
 
-def test_three_replicates_draw_a_t_band(three_identical):
-    # make one replicate of c3 differ, so the intervals have width
+def test_every_interval_stays_in_its_metrics_range(three_identical):
+    from mythloop.analysis.metrics import metric_range
+
     cell = three_identical / "c3-rep3" / "round_1.jsonl"
     rows = [json.loads(x) for x in cell.read_text(encoding="utf-8").splitlines()]
     rows = [r for r in rows if r["prompt_id"] != rows[0]["prompt_id"]]  # a miss
     cell.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     metrics = json.loads(analyze(three_identical).metrics_path.read_text(encoding="utf-8"))
-    bands, caption = _figure_bands(metrics, "in_distribution.hit@3")
-    assert bands == 2 and "Student t interval" in caption
-    assert metrics["per_round"]["c3"]["1"]["in_distribution.hit@3"]["method"] == "t"
+    checked = 0
+    for cond, rounds in metrics["per_round"].items():
+        for summaries in rounds.values():
+            for key, s in summaries.items():
+                low, high = metric_range(key)
+                if s["lo"] is None:
+                    continue
+                checked += 1
+                assert (low is None or s["lo"] >= low) and (high is None or s["hi"] <= high), \
+                    (cond, key, s)
+    for d in metrics["differences"]["c3-c0"]["per_round"].values():
+        for key, s in d.items():
+            low, high = metric_range(key)
+            if s["lo"] is not None and low is not None and high is not None:
+                checked += 1
+                assert -(high - low) <= s["lo"] <= s["hi"] <= high - low, (key, s)
+    assert checked > 100
+    bands, _, extents, (low, high) = _figure_bands(metrics, "in_distribution.hit@3")
+    assert bands == 2 and all(low <= a <= b <= high for a, b in extents)
 
 
-def test_a_zero_width_interval_is_never_a_claim(three_identical):
-    result = analyze(three_identical)
+@pytest.fixture()
+def c3_as_c0(tmp_path) -> Path:
+    """c3's replicates are copies of c0's: every prompt gives the same difference (0)."""
+    root = tmp_path / "same"
+    root.mkdir()
+    sweep = json.loads((RESULTS_SMALL / "sweep.json").read_text(encoding="utf-8"))
+    sweep["replicates"] = 3
+    (root / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
+    for cond in ("c0", "c3"):
+        for rep in (1, 2, 3):
+            _copy_cell(root, "c0-rep1", cond, rep)
+    return root
+
+
+def test_a_zero_width_interval_is_never_a_claim(c3_as_c0):
+    result = analyze(c3_as_c0)
     metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
     last = str(metrics["last_round"])
     diffs = metrics["differences"]["c3-c0"]["per_round"][last]
-    moved = [k for k, d in diffs.items() if d["mean"] != 0 and d["lo"] == d["hi"]]
-    assert moved, "the fixture should give non-zero differences with no spread"
+    with_interval = [d for d in diffs.values() if d.get("n_prompts") and d["lo"] is not None]
+    assert len(with_interval) > 10
+    assert all(d["lo"] == d["hi"] == d["mean"] == 0 for d in with_interval)
+    # a group of one prompt gets no interval, and says why
+    assert diffs["null.abstention_rate"]["why"] == "only 1 prompt"
     conclusion = next(x for x in result.report_path.read_text(encoding="utf-8").splitlines()
                       if x.startswith("**Conclusion**"))
     assert "better on" not in conclusion and "worse on" not in conclusion
     assert "C3 does not beat C0" in conclusion
-    assert "not claimed, every replicate gave the same difference" in conclusion
+    assert "not claimed, every prompt gave the same difference" in conclusion
     assert "(no spread)" in result.report_path.read_text(encoding="utf-8")
 
 

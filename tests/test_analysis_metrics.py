@@ -150,35 +150,87 @@ def test_c3_rep2_round1(metrics):
 def test_empty_round_gives_no_cell(metrics):
     assert cell(metrics, "c0", 2, 1) == {}
     s = metrics["per_round"]["c0"]["1"]["in_distribution.hit@1"]
-    assert (s["mean"], s["lo"], s["hi"], s["n"]) == (approx(1 / 3), None, None, 1)
+    # one replicate left, three prompts: an interval over the prompts, which says it covers
+    # prompt variation only
+    assert (s["mean"], s["n"], s["n_prompts"], s["n_replicates"]) == (approx(1 / 3), 3, 3, 1)
+    assert 0.0 <= s["lo"] < 1 / 3 < s["hi"] <= 1.0
+    assert "prompt variation only" in s["covers"]
+
+
+def _matrix(metrics, cond, rnd, key, reps):
+    """prompts x replicates of a metric, rebuilt from the per-prompt values."""
+    from mythloop.analysis.compute import unit_matrix
+    from mythloop.analysis.load import load_results
+    from mythloop.analysis.metrics import measurement_units
+
+    results = load_results(DATA)
+    by_rep = {rep: measurement_units(results.sandboxes[(cond, rep)].rounds[rnd],
+                                     results.prompts, 0.45).get(key) for rep in reps}
+    pids = sorted({p for col in by_rep.values() for p in col or {}})
+    return unit_matrix(by_rep, reps, pids)
 
 
 def test_replicate_summaries(metrics):
+    from mythloop.analysis.stats import interval
+
     r1 = metrics["per_round"]["c3"]["1"]
     s = r1["in_distribution.hit@1"]
-    # two replicates: a mean, no interval (the min-max of two values is not a 95% interval)
-    assert (s["mean"], s["lo"], s["hi"], s["n"]) == (approx(2 / 3), None, None, 2)
+    # three prompts x two replicates: the prompt is the unit, so two replicates give an
+    # interval, and it is the one of the per-prompt matrix
+    assert (s["mean"], s["n"], s["n_prompts"], s["n_replicates"]) == (approx(2 / 3), 6, 3, 2)
+    assert s["values"] == [approx(1.0), approx(1 / 3)]  # per replicate, as before
+    again = interval(_matrix(metrics, "c3", 1, "in_distribution.hit@1", [1, 2]), (0.0, 1.0))
+    assert (s["lo"], s["hi"]) == (again["lo"], again["hi"])
+    assert 0.0 <= s["lo"] < s["mean"] < s["hi"] <= 1.0
     s = r1["trap.trap_win_rate"]
-    assert (s["mean"], s["lo"], s["hi"], s["method"]) == (approx(0.75), None, None, "none")
+    assert s["mean"] == approx(0.75) and s["method"] == "wilson-cluster"
+    assert 0.0 <= s["lo"] < 0.75 < s["hi"] <= 1.0
     assert r1["null.top_score"]["mean"] == approx(0.48)
     assert r1["trap.gap_all"]["mean"] == approx((0.3855 + 0.005) / 2)
+    assert r1["trap.gap_all"]["method"] == "t-cluster"  # a score gap has no bounds
     s = metrics["per_round"]["c3"]["0"]["in_distribution.mrr"]
-    assert (s["mean"], s["lo"], s["hi"], s["n"]) == (approx(0.5), None, None, 2)
+    assert s["mean"] == approx(0.5) and 0.0 <= s["lo"] <= s["hi"] <= 1.0
+    rank = r1["trap.twin_rank"]  # ranks stay within [1, 11]
+    assert 1.0 <= rank["lo"] <= rank["mean"] <= rank["hi"] <= 11.0
 
 
 def test_differences_and_deltas(metrics):
     diff = metrics["differences"]["c3-c0"]["per_round"]
     d0 = diff["0"]["in_distribution.hit@1"]
-    assert d0["pairing"] == "paired" and (d0["mean"], d0["lo"], d0["hi"]) == (0, None, None)
+    # every prompt ranked alike in both conditions: a zero-width interval, never a claim
+    assert d0["pairing"] == "paired by prompt and replicate"
+    assert (d0["mean"], d0["lo"], d0["hi"]) == (0, 0, 0)
     d1 = diff["1"]["in_distribution.hit@1"]  # c0 has only rep1 at round 1
-    assert d1["pairing"] == "unpaired"
-    assert (d1["mean"], d1["lo"], d1["hi"]) == (approx(1 / 3), None, None)
+    assert d1["pairing"] == "paired by prompt (replicates unpaired)"
+    assert d1["mean"] == approx(1 / 3) and -1.0 <= d1["lo"] < 1 / 3 < d1["hi"] <= 1.0
     d1 = diff["1"]["trap.trap_win_rate"]
-    assert (d1["mean"], d1["lo"], d1["hi"]) == (approx(0.75), None, None)
+    assert d1["mean"] == approx(0.75) and -1.0 <= d1["lo"] <= d1["hi"] <= 1.0
     delta = metrics["deltas"]["c3"]["in_distribution.hit@1"]  # rep1 +2/3, rep2 0
-    assert (delta["mean"], delta["lo"], delta["hi"], delta["n"]) == (approx(1 / 3), None, None, 2)
-    assert metrics["deltas"]["c0"]["in_distribution.hit@1"]["n"] == 1
+    assert delta["mean"] == approx(1 / 3) and (delta["n_prompts"], delta["n_replicates"]) == (3, 2)
+    assert -1.0 <= delta["lo"] < delta["mean"] < delta["hi"] <= 1.0
+    # c0 has no rep2 at its last round: the delta pairs the runs measured at both rounds
+    assert metrics["deltas"]["c0"]["in_distribution.hit@1"]["n_replicates"] == 1
     assert (metrics["first_round"], metrics["last_round"]) == (0, 1)
+
+
+def test_power_is_stated_for_hit5_and_trap_win(metrics):
+    power = metrics["power"]["c3-c0"]
+    assert set(power) == {"in_distribution.hit@5", "trap.trap_win_rate"}
+    for p in power.values():
+        assert p["power"] == 0.8 and 0 < p["mde"] <= 1.0 and p["n_prompts"] >= 2
+        assert p["detects"] is False  # 3 prompts: no difference has 80% power
+
+
+def test_per_prompt_values_average_to_the_cell_metrics(metrics):
+    from mythloop.analysis.load import load_results
+    from mythloop.analysis.metrics import measurement_metrics, measurement_units
+
+    results = load_results(DATA)
+    for (_cond, _rep), box in results.sandboxes.items():
+        for rows in box.rounds.values():
+            flat = measurement_metrics(rows, results.prompts, 0.45)
+            for key, per_prompt in measurement_units(rows, results.prompts, 0.45).items():
+                assert flat[key] == approx(sum(per_prompt.values()) / len(per_prompt)), key
 
 
 def test_pairs_table(metrics):
@@ -244,7 +296,7 @@ def test_missing_round_file_and_bad_turn_lines(tmp_path):
     assert sum(1 for i in results.issues if i.file == "c3-rep1/turns.jsonl" and i.line) == 2
     metrics = json.loads(analyze(root).metrics_path.read_text())
     s = metrics["per_round"]["c3"]["1"]["in_distribution.hit@1"]
-    assert (s["mean"], s["n"], s["replicates"]) == (approx(1 / 3), 1, [2])
+    assert (s["mean"], s["n_replicates"], s["replicates"]) == (approx(1 / 3), 1, [2])
 
 
 @pytest.mark.parametrize("content", [None, "[1, 2]", "{not json"])

@@ -14,8 +14,12 @@ from mythloop.analysis.study import STUDY_METRICS, compute_study, render_study, 
 KEYS = [k for k, _ in STUDY_METRICS]
 
 
-def _s(mean: float, lo: float, hi: float, n: int = 3) -> dict:
-    return {"mean": mean, "lo": lo, "hi": hi, "n": n}
+def _s(mean: float, lo: float | None, hi: float | None, n: int = 3) -> dict:
+    """A summary; n < 3 here stands for one without an interval (lo and hi None, a why)."""
+    if n < 3:
+        return {"mean": mean, "lo": None, "hi": None, "n": 1, "n_prompts": 1,
+                "why": "only 1 prompt"}
+    return {"mean": mean, "lo": lo, "hi": hi, "n": n * 38, "n_prompts": 38, "n_replicates": n}
 
 
 def _level_metrics(diffs: dict[str, dict[str, dict]], n: int = 3, rounds: int = 4) -> dict:
@@ -66,7 +70,7 @@ def test_claim_reads_the_interval_and_the_metric_direction():
     assert claim("in_distribution.hit@5", _s(-0.1, -0.2, -0.05)) == "hurts"
     assert claim("in_distribution.hit@5", _s(-0.05, -0.1, 0.0)) == "none"  # touches 0
     assert claim("catalog.in_distribution.poisoned_rate", _s(-0.4, -0.6, -0.2)) == "improves"
-    assert claim("trap.trap_win_rate", _s(0.5, 0.4, 0.6, n=2)) is None  # n too small
+    assert claim("trap.trap_win_rate", _s(0.5, 0.4, 0.6, n=2)) is None  # no interval
 
 
 def test_noise_table_break_even_and_conclusion():
@@ -104,12 +108,12 @@ def test_noise_table_break_even_and_conclusion():
     json.dumps(study, allow_nan=False)  # metrics.json-ready
 
 
-def test_study_conclusion_is_not_claimed_with_fewer_than_three_replicates():
+def test_study_conclusion_is_not_claimed_without_intervals():
     study = _study(n=2)
-    assert study["conclusion"].startswith("not claimed: 2 replicate(s)")
+    assert study["conclusion"].startswith("not claimed: no interval")
     assert all(not be["claimable"] for per in study["break_even"].values() for be in per.values())
     rows = table_rows(study)
-    assert all("n too small" in r["c3-c0"] and "[" not in r["c3-c0"] for r in rows)
+    assert all("no interval" in r["c3-c0"] and "[" not in r["c3-c0"] for r in rows)
     assert "improves" not in render_study(study).split("## Noise table")[0]
 
 
@@ -131,14 +135,17 @@ def test_single_level_conclusion_names_metrics_with_intervals():
     assert "better on trap-win rate +0.93 [+0.80, +1.00]" in line
     assert "worse on hit@5 (in-distribution) -0.10 [-0.20, -0.05]" in line
     assert "no clear difference on hit@3 (held-out)" in line
-    metrics["replicates"]["c3"] = [1, 2]
-    assert single_conclusion(metrics)[0].startswith("**Conclusion**: not claimed: 2 replicate(s)")
+    assert "(38 prompts x 3)" in line  # what each claim counted
+    metrics["replicates"] = {"c0": [1], "c3": [1]}  # the prompt is the unit: still claimed
+    lines = single_conclusion(metrics)
+    assert "better on trap-win rate" in lines[0]
+    assert "cover prompt variation only" in lines[1]
 
 
-def test_fmt_shows_n_too_small_below_three_replicates():
+def test_fmt_says_why_there_is_no_interval():
     assert fmt(_s(0.5, 0.25, 0.75, n=3)) == "0.500 [0.250, 0.750]"
-    assert fmt(_s(0.5, 0.25, 0.75, n=2)) == "0.500 (n=2, n too small)"
-    assert fmt(_s(0.1, 0.1, 0.1, n=1), sign=True) == "+0.100 (n=1, n too small)"
+    assert fmt(_s(0.5, 0.25, 0.75, n=2)) == "0.500 (no interval: only 1 prompt)"
+    assert fmt(_s(0.1, 0.1, 0.1), sign=True) == "+0.100 [+0.100, +0.100] (no spread)"
 
 
 def test_noise_curve_png(tmp_path: Path):

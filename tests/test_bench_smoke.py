@@ -217,3 +217,25 @@ def test_wait_until_idle_returns_once_a_busy_process_settles():
         proc.kill()
         proc.wait()
     assert common.process_cpu_s(proc.pid) is None
+
+
+def test_metatool_section_shows_intervals_and_below_c0_reads_them():
+    """The MetaTool part prints the report's intervals, and a learning condition counts as
+    below C0 only when its paired interval lies wholly under 0 (means alone when a run
+    recorded none)."""
+    base = {"round": 0, "hit@1": 0.53, "hit@5": 0.78, "mrr": 0.64,
+            "ci": {"hit@1": [0.48, 0.58], "hit@5": [0.74, 0.82], "mrr": [0.6, 0.68]}}
+    c3 = {"round": 0, "hit@1": 0.50, "hit@5": 0.77, "mrr": 0.62,
+          "ci": {"hit@1": [0.45, 0.55], "hit@5": [0.72, 0.81], "mrr": [0.58, 0.66]},
+          "vs_c0": {"hit@1": {"mean": -0.03, "lo": -0.06, "hi": 0.01},
+                    "hit@5": {"mean": -0.01, "lo": -0.03, "hi": 0.01}}}
+    assert not report._below_c0(c3, base, "hit@1")  # the interval includes 0
+    worse = {**c3, "vs_c0": {"hit@1": {"mean": -0.05, "lo": -0.08, "hi": -0.02}}}
+    assert report._below_c0(worse, base, "hit@1")
+    assert report._below_c0({"hit@1": 0.5}, base, "hit@1")  # no interval recorded: means
+    figures = {"returncode": 0, "command": "sweep --conditions c0 c3 c4", "rounds": 1,
+               "wall_s": 200.0, "peak_tree_rss_mb": 1000.0, "load_before": [1, 1, 1],
+               "load_after": [1, 1, 1], "noise": 0.2, "heldout": {"c0": [base], "c3": [c3]},
+               "round_times": {}, "bm25": {"hit@1": 0.4, "hit@5": 0.6, "mrr": 0.5}}
+    text = "\n".join(report._metatool({"figures": figures}))
+    assert "| c3 | 1 | 0.500 [0.450, 0.550] |" in text and "-0.030 [-0.060, +0.010]" in text

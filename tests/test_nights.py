@@ -31,6 +31,12 @@ PROMPTS = {
     "in_distribution": [
         {"id": "t_regex", "prompt": "My regex hangs on long input strings. How do I fix it?",
          "expected_skill": "regex-debugger", "trap_for": "naive-regex-matcher"},
+        # two more trap prompts on the same pair: the prompt is the unit of every interval,
+        # and one trap prompt alone gives none
+        {"id": "t_regex2", "prompt": "My email validation regex freezes on some inputs.",
+         "expected_skill": "regex-debugger", "trap_for": "naive-regex-matcher"},
+        {"id": "t_regex3", "prompt": "This pattern backtracks for minutes on a long log line.",
+         "expected_skill": "regex-debugger", "trap_for": "naive-regex-matcher"},
         {"id": "n_pytest", "prompt": "Write pytest fixtures for my database tests.",
          "expected_skill": "pytest-fixtures"},
     ],
@@ -93,7 +99,9 @@ def test_identical_seeds_show_no_change(nights):
     out = _compare_json(nights["root"] / "a", nights["root"] / "c")
     assert out["config_differences"] == []
     assert out["pairing"].startswith("paired")
-    assert out["rows"] and all(r["verdict"] == "no clear change" for r in out["rows"])
+    assert out["rows"] and all(r["verdict"] in ("no clear change", "not claimed")
+                               for r in out["rows"])
+    assert sum(r["verdict"] == "no clear change" for r in out["rows"]) >= 4
     assert all(r["difference"]["mean"] == 0 for r in out["rows"])
     assert nights["runs"]["c"].regressions == []  # C's night against A's: nothing
 
@@ -104,10 +112,11 @@ def test_a_router_change_is_worse_where_it_moved_and_nowhere_else(nights):
     verdicts = {(r["cond"], r["metric"]): r for r in out["rows"]}
     gap = verdicts[("c3", "trap.gap_all")]
     assert gap["verdict"] == "worse", gap
-    assert gap["difference"]["hi"] < 0 and gap["difference"]["n"] == 3
+    assert gap["difference"]["hi"] < 0 and gap["difference"]["n"] == 3 * 3  # prompts x reps
+    assert gap["difference"]["pairing"] == "paired by prompt and replicate"
     # blend off (C0) does not use the weights: nothing to claim there
     c0 = [r for r in out["rows"] if r["cond"] == "c0"]
-    assert c0 and all(r["verdict"] == "no clear change" for r in c0)
+    assert c0 and all(r["verdict"] in ("no clear change", "not claimed") for r in c0)
     assert not any(r["verdict"] == "better" for r in out["rows"])
     md = (nights["root"] / "d" / "compare.md").read_text()
     assert "| c3 | score gap gold - poisoned (all pairs) |" in md and "**Worse**: c3" in md
@@ -224,7 +233,8 @@ def test_compare_names_config_differences_first_and_refuses_other_prompts(tmp_pa
     assert "pool: A fixtures/pool | B elsewhere/pool" in out
     md = (b / "compare.md").read_text()
     assert md.index("noise: A 0.2 | B 0.4") < md.index("| c0 |")
-    assert "| not claimed (n=1 < 3) |" in md  # one or two replicates: no interval, no verdict
+    # a metric over one prompt: no interval, no verdict, and the reason in words
+    assert "| not claimed (only 1 prompt) |" in md
     # another prompt set: refused in one line
     rows = (b / "c0-rep1" / "round_0.jsonl").read_text().replace("t_regex", "t_other")
     for sandbox in b.glob("c*-rep*"):
@@ -321,3 +331,23 @@ def test_with_a_notification_block_the_automation_sends_through_it(nights):
     assert received, "the notification block was never called"
     text = json.loads(received[0])["text"]
     assert "c3 score gap got worse" in text and "1.8 -> 1.5" in text and "/r/new" in text
+
+
+def test_history_plots_one_x_per_night_inside_the_range(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from mythloop.analysis.history import history_figure
+
+    path = tmp_path / "history.jsonl"
+    for i, name in enumerate(("n1", "n2")):
+        append_night(_small_night(tmp_path, name, f"2026-01-0{i + 1}T02:05:00Z"), path)
+    fig = history_figure(read_nights(path))
+    try:
+        ax = fig.axes[4]  # trap-win rate: c0 and c3 each night
+        xs = [tuple(line.get_xdata()) for line in ax.get_lines() if len(line.get_xdata()) == 2]
+        assert len(xs) >= 2 and len(set(xs)) == 1  # every condition at the night's own x
+        assert xs[0] == (0, 1)
+        low, high = ax.get_ylim()
+        assert -0.1 <= low and high <= 1.1  # a rate's panel spans [0, 1], bars inside it
+    finally:
+        plt.close(fig)

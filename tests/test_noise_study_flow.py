@@ -48,7 +48,12 @@ def test_study_layout_one_ordinary_sweep_per_level(study):
             assert json.loads((level_dir / shard / "progress.json").read_text())[
                 "completed_rounds"] == [0, 1]
     report = (root / "report.md").read_text()
-    assert "**Conclusion**: not claimed: 1 replicate(s)" in report  # n = 1 < 3
+    # 1 replicate: the prompts are the unit, so the study concludes, and says what it covers
+    assert "**Conclusion**: C4 vs C0:" in report
+    assert "prompt variation only" in report.split("## Noise table")[0]
+    metrics = json.loads((root / "metrics.json").read_text())
+    trap = metrics["table"]["0.00"]["differences"]["c4-c0"]["trap.trap_win_rate"]
+    assert trap["lo"] is not None and -1.0 <= trap["lo"] <= trap["hi"] <= 1.0
     assert "| noise | metric | c0 | c4 | c4-c0 |" in report
     for level in ("| 0 | trap-win rate |", "| 0.4 | trap-win rate |"):
         assert level in report

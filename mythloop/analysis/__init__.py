@@ -1,4 +1,4 @@
-"""Sweep analysis: metrics with bootstrap intervals, figures, report.md and metrics.json."""
+"""Sweep analysis: metrics with 95% intervals (the prompt as the unit), figures, report.md and metrics.json."""
 
 from mythloop.analysis.compute import compute_metrics
 from mythloop.analysis.core import AnalysisResult, analyze

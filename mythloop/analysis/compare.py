@@ -1,12 +1,14 @@
 """Compare two sweeps (or a sweep and a night of the history): per condition and headline
-metric at the last round, A, B, B - A with its 95% interval over replicates, and a verdict.
+metric at the last round, A, B, B - A with its 95% interval, and a verdict.
 
-The interval is the report's own (`stats.difference`): paired by replicate when both sweeps
-ran the same replicates with the same replicate seeds, unpaired otherwise. The verdict is the
-report's rule (`conclusion.claim`): *better* / *worse* when the whole interval lies on one side
-of 0, *no clear change* otherwise; a zero-width interval is never a claim, and nothing is
-claimed below MIN_REPLICATES replicates. Configuration differences are listed before any
-figure; sweeps of different prompt sets are not compared at all.
+The interval is the report's own (`stats.paired_difference`): the two sweeps ran the same
+prompts, so B - A is paired by prompt, and also by replicate when both ran the same
+replicates with the same replicate seeds. A side without per-prompt values (a history row
+written before they were kept) falls back to the replicates as the unit (`stats.difference`).
+The verdict is the report's rule (`conclusion.claim`): *better* / *worse* when the whole
+interval lies on one side of 0, *no clear change* otherwise; a zero-width interval is never a
+claim, and nothing is claimed without an interval. Configuration differences are listed
+before any figure; sweeps of different prompt sets are not compared at all.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mythloop.analysis.compute import HEADLINE, compute_metrics
 from mythloop.analysis.conclusion import MIN_REPLICATES, claim
 from mythloop.analysis.core import _threshold
 from mythloop.analysis.history import Night, series_of, sweep_fields, sweep_record
 from mythloop.analysis.load import AnalysisError, load_results
+from mythloop.analysis.metrics import metric_range
 from mythloop.analysis.report import fmt
-from mythloop.analysis.stats import difference, summarize
+from mythloop.analysis.stats import difference, interval, paired_difference, summarize
 from mythloop.sweep.records import SweepRecordError
 
 __all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "side_from_dir",
@@ -47,6 +52,8 @@ class Side:
     last_round: int
     values: dict[str, dict[str, dict[int, float]]]  # cond -> metric -> replicate -> value
     night: str = ""
+    # cond -> metric -> {"prompts": [...], "replicates": [...], "values": prompts x replicates}
+    units: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     results_dir: str = ""
 
     @property
@@ -84,7 +91,8 @@ def side_from_metrics(metrics: dict[str, Any], label: str, results_dir: str = ""
     except SweepRecordError as exc:
         raise CompareError(f"{results_dir or label}: {exc}") from None
     return Side(label=label, fields=fields, last_round=int(last), values=values,
-                night=sweep.finished_utc or "", results_dir=results_dir)
+                night=sweep.finished_utc or "", results_dir=results_dir,
+                units=metrics.get("last_round_units") or {})
 
 
 def side_from_dir(results_dir: Path) -> Side:
@@ -94,13 +102,16 @@ def side_from_dir(results_dir: Path) -> Side:
 
 def side_from_night(night: Night) -> Side:
     values: dict[str, dict[str, dict[int, float]]] = {}
+    units: dict[str, dict[str, dict[str, Any]]] = {}
     for row in night.rows:
         values.setdefault(row["cond"], {})[row["metric"]] = {
             int(rep): float(v) for rep, v in zip(row["replicate_ids"], row["values"], strict=True)}
+        if row.get("units"):
+            units.setdefault(row["cond"], {})[row["metric"]] = row["units"]
     fields = {k: night.fields.get(k) for k in ("prompt_set", *CONFIG_FIELDS, "replicate_seeds")}
     return Side(label=f"night of {night.night} ({night.results_dir})", fields=fields,
                 last_round=int(night.fields.get("last_round", 0)), values=values,
-                night=night.night, results_dir=night.results_dir)
+                night=night.night, results_dir=night.results_dir, units=units)
 
 
 @dataclass
@@ -118,8 +129,8 @@ class Comparison:
             "b": {"label": self.b.label, "night": self.b.night, "last_round": self.b.last_round,
                   "results_dir": self.b.results_dir},
             "config_differences": self.config_differences,
-            "pairing": "paired by replicate (same replicate seeds)" if self.paired
-            else "unpaired (different replicates or replicate seeds)",
+            "pairing": "paired by prompt and replicate (same replicate seeds)" if self.paired
+            else "paired by prompt (different replicates or replicate seeds)",
             "min_replicates": MIN_REPLICATES,
             "rows": self.rows,
         }
@@ -129,20 +140,43 @@ class Comparison:
         return [r for r in self.rows if r["verdict"] == "worse"]
 
 
-def _summary(values: dict[int, float]) -> dict[str, Any] | None:
-    return summarize(values)
+def _matrix(u: dict[str, Any]) -> np.ndarray:
+    return np.array([[np.nan if v is None else float(v) for v in row] for row in u["values"]],
+                    dtype=float).reshape(len(u["prompts"]), len(u["replicates"]))
+
+
+def _summary(key: str, values: dict[int, float], u: dict[str, Any] | None
+             ) -> dict[str, Any] | None:
+    if u and u.get("prompts"):
+        return interval(_matrix(u), metric_range(key))
+    return summarize(values, metric_range(key))
+
+
+def _difference(key: str, va: dict[int, float], vb: dict[int, float], ua: dict[str, Any] | None,
+                ub: dict[str, Any] | None, paired: bool) -> dict[str, Any] | None:
+    """B - A, paired by prompt when both sides kept their per-prompt values."""
+    if ua and ub and ua.get("prompts") and ub.get("prompts"):
+        pids = sorted(set(ua["prompts"]) & set(ub["prompts"]))
+        if pids:
+            ma, mb = _matrix(ua), _matrix(ub)
+            ia = [ua["prompts"].index(p) for p in pids]
+            ib = [ub["prompts"].index(p) for p in pids]
+            same = paired and ua["replicates"] == ub["replicates"]
+            return paired_difference(mb[ib], ma[ia], metric_range(key), paired_replicates=same)
+    # Unpaired: key A's replicates apart so `difference` never pairs them.
+    base = va if paired else {-rep: v for rep, v in va.items()}
+    return difference(vb, base, metric_range(key))
 
 
 def verdict(key: str, d: dict[str, Any] | None) -> tuple[str, str]:
     """(verdict, note) for a difference B - A."""
     if not d:
         return "no clear change", "missing on one side"
-    n = int(d.get("n", 0))
-    if n < MIN_REPLICATES:
-        return "not claimed", f"n={n} < {MIN_REPLICATES}"
+    if d.get("lo") is None:
+        return "not claimed", str(d.get("why") or "no interval")
     if float(d["lo"]) == float(d["hi"]):  # never a claim, whatever the mean
         return "no clear change", ("" if float(d["mean"]) == 0 else
-                                   "same shift in every replicate, zero-width interval: "
+                                   "same shift on every prompt, zero-width interval: "
                                    "not a claim")
     said = claim(key, d)
     return {"improves": ("better", ""), "hurts": ("worse", "")}.get(said or "",
@@ -173,13 +207,12 @@ def compare(a: Side, b: Side) -> Comparison:
                 seeds_a.get(str(r)) is not None and seeds_a.get(str(r)) == seeds_b.get(str(r))
                 for r in va)
             comparison.paired = comparison.paired or paired
-            # Unpaired: key A's replicates apart so `difference` never pairs them.
-            base = va if paired else {-rep: v for rep, v in va.items()}
-            d = difference(vb, base)
+            ua, ub = a.units.get(cond, {}).get(key), b.units.get(cond, {}).get(key)
+            d = _difference(key, va, vb, ua, ub, paired)
             word, note = verdict(key, d)
             comparison.rows.append({"cond": cond, "metric": key, "label": label,
-                                    "a": _summary(va), "b": _summary(vb), "difference": d,
-                                    "verdict": word, "note": note})
+                                    "a": _summary(key, va, ua), "b": _summary(key, vb, ub),
+                                    "difference": d, "verdict": word, "note": note})
     return comparison
 
 
@@ -205,8 +238,8 @@ def render_markdown(comparison: Comparison) -> str:
     lines = ["# Sweep comparison", "",
              f"- **A**: {c['a']['label']} (last round {c['a']['last_round'] + 1})",
              f"- **B**: {c['b']['label']} (last round {c['b']['last_round'] + 1})",
-             f"- {c['pairing']}; 95% interval of B - A over replicates, the report's method; "
-             f"nothing claimed below {MIN_REPLICATES} replicates or on a zero-width interval.",
+             f"- {c['pairing']}; 95% interval of B - A with the prompt as the unit, the "
+             "report's method; nothing claimed without an interval or on a zero-width one.",
              "", "## Configuration differences", ""]
     lines += [f"- {line}" for line in config_lines(comparison)]
     lines += ["", "## Last round", ""]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mythloop.analysis.load import SweepResults
 from mythloop.analysis.metrics import (
     GAP_CENSOR_EPS,
@@ -11,13 +13,25 @@ from mythloop.analysis.metrics import (
     TIERS,
     VERDICTS,
     measurement_metrics,
+    measurement_units,
+    metric_range,
     pair_details,
     turn_metrics,
+    turn_units,
 )
-from mythloop.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, difference, summarize
+from mythloop.analysis.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    difference,
+    interval,
+    paired_difference,
+    power_mde,
+    summarize,
+)
 from mythloop.vocab import BASELINE_CONDITION
 
-__all__ = ["HEADLINE", "SCHEMA_VERSION", "baseline_condition", "compute_metrics"]
+__all__ = ["HEADLINE", "POWER_METRICS", "SCHEMA_VERSION", "baseline_condition",
+           "compute_metrics", "unit_matrix"]
 
 SCHEMA_VERSION = 1
 # (metric key, label) of the headline table, in order.
@@ -32,8 +46,26 @@ HEADLINE: tuple[tuple[str, str], ...] = (
     ("heldout.hit@3", "hit@3 (held-out)"),
     ("null.abstention_rate", "null-prompt abstention"),
 )
+# The differences the report states its power for (the smallest detectable at 80%).
+POWER_METRICS: tuple[tuple[str, str], ...] = (
+    ("in_distribution.hit@5", "hit@5 (in-distribution)"),
+    ("trap.trap_win_rate", "trap-win rate"),
+)
+INTERVAL_TEXT = (
+    "95% interval with the prompt as the unit: the variance of the mean clustered by prompt, "
+    "plus the replicates' shared component (prompts x replicates, crossed); a Wilson score "
+    "interval at the effective sample size keeps rates, ranks and their differences inside "
+    "their range (t quantile, P - 1 df). Differences are paired by prompt (and by "
+    "replicate when both ran the same replicates). With 1 replicate only prompt variation is "
+    "covered. Numbers that are not a mean over prompts (counts, verdict accuracy) take each "
+    "replicate as the unit. See docs/statistics.md."
+)
 
 Cells = dict[str, dict[int, dict[int, dict[str, Any]]]]
+# cond -> replicate -> round -> metric key -> per-prompt values, one slot per prompt of the
+# sweep (results.prompts order; NaN where the prompt has no value): numpy, so the intervals
+# of a MetaTool-size sweep (2,363 prompts x rounds x conditions) are column stacks
+UnitCells = dict[str, dict[int, dict[int, dict[str, np.ndarray]]]]
 
 
 def baseline_condition(conditions: list[str]) -> str | None:
@@ -43,15 +75,30 @@ def baseline_condition(conditions: list[str]) -> str | None:
     return conditions[0] if conditions else None
 
 
-def _cells(results: SweepResults, threshold: float) -> Cells:
-    """cond -> replicate -> round -> flat metrics of that cell."""
+def _column(per_prompt: dict[str, float], index: dict[str, int]) -> np.ndarray:
+    out = np.full(len(index), np.nan)
+    for pid, v in per_prompt.items():
+        out[index[pid]] = v
+    return out
+
+
+def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
+    """cond -> replicate -> round -> flat metrics of that cell, and the per-prompt values."""
     cells: Cells = {}
+    units: UnitCells = {}
+    index = {pid: i for i, pid in enumerate(results.prompts)}
     for (cond, rep), box in sorted(results.sandboxes.items()):
         for round_idx in results.rounds:
-            metrics = measurement_metrics(box.rounds.get(round_idx, []), results.prompts, threshold)
-            metrics.update(turn_metrics(box.turns_of_round(round_idx), results.prompts))
+            rows = box.rounds.get(round_idx, [])
+            turns = box.turns_of_round(round_idx)
+            metrics = measurement_metrics(rows, results.prompts, threshold)
+            metrics.update(turn_metrics(turns, results.prompts))
             cells.setdefault(cond, {}).setdefault(rep, {})[round_idx] = metrics
-    return cells
+            per_prompt = measurement_units(rows, results.prompts, threshold)
+            per_prompt.update(turn_units(turns, results.prompts))
+            units.setdefault(cond, {}).setdefault(rep, {})[round_idx] = {
+                key: _column(values, index) for key, values in per_prompt.items()}
+    return cells, units
 
 
 def _keys(cells: Cells) -> list[str]:
@@ -73,21 +120,67 @@ def _observed_rounds(cells: Cells) -> list[int]:
     )
 
 
-def _per_round(cells: Cells, keys: list[str], opts: dict[str, int]) -> dict[str, Any]:
+def unit_matrix(by_rep: dict[int, dict[str, float] | None], reps: list[int],
+                prompt_ids: list[str]) -> np.ndarray:
+    """prompts x replicates matrix of a metric's per-prompt values (NaN where missing), from
+    {replicate: {prompt id: value}} (`metrics.measurement_units`)."""
+    out = np.full((len(prompt_ids), len(reps)), np.nan)
+    for j, rep in enumerate(reps):
+        col = by_rep.get(rep) or {}
+        for i, pid in enumerate(prompt_ids):
+            v = col.get(pid)
+            if v is not None:
+                out[i, j] = v
+    return out
+
+
+def _stack(units: UnitCells, cond: str, round_idx: int, key: str,
+           reps: list[int] | None = None) -> tuple[list[int], np.ndarray | None]:
+    """(replicates with values, every prompt x those replicates) of a metric at a round."""
+    cols = {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in units[cond].items()}
+    have = sorted(rep for rep, col in cols.items() if col is not None
+                  and (reps is None or rep in reps))
+    if not have:
+        return [], None
+    return have, np.column_stack([col for rep in have if (col := cols[rep]) is not None])
+
+
+def _with_replicates(s: dict[str, Any], per_rep: dict[int, Any]) -> dict[str, Any]:
+    """The per-replicate means too (the history and compare read them)."""
+    present = {rep: v for rep, v in sorted(per_rep.items()) if v is not None}
+    s["replicates"] = list(present)
+    s["values"] = [round(float(v), 12) for v in present.values()]
+    return s
+
+
+def _level(cells: Cells, units: UnitCells, cond: str, round_idx: int, key: str
+           ) -> dict[str, Any] | None:
+    """One condition's metric at a round: over prompts x replicates when the metric is a
+    mean over prompts, else over replicates."""
+    per_rep = {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in cells[cond].items()}
+    if all(v is None for v in per_rep.values()):
+        return None
+    reps, m = _stack(units, cond, round_idx, key)
+    if m is not None and not np.all(np.isnan(m)):
+        return _with_replicates(interval(m, metric_range(key)), per_rep)
+    return summarize(per_rep, metric_range(key))
+
+
+def _per_round(cells: Cells, units: UnitCells, keys: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cond, reps in cells.items():
         rounds = sorted({r for by_round in reps.values() for r in by_round})
         for round_idx in rounds:
             summaries = {}
             for key in keys:
-                s = summarize({rep: reps[rep].get(round_idx, {}).get(key) for rep in reps}, **opts)
+                s = _level(cells, units, cond, round_idx, key)
                 if s is not None:
                     summaries[key] = s
             out.setdefault(cond, {})[str(round_idx)] = summaries
     return out
 
 
-def _overall(results: SweepResults, opts: dict[str, int]) -> dict[str, Any]:
+def _overall(results: SweepResults) -> dict[str, Any]:
     """Turn metrics pooled over all rounds of each replicate, then across replicates."""
     out: dict[str, Any] = {}
     for cond in results.conditions:
@@ -99,14 +192,38 @@ def _overall(results: SweepResults, opts: dict[str, int]) -> dict[str, Any]:
         out[cond] = {
             k: s
             for k in keys
-            if (s := summarize({r: m.get(k) for r, m in per_rep.items()}, **opts))
+            if (s := summarize({r: m.get(k) for r, m in per_rep.items()}, metric_range(k)))
         }
     return out
 
 
-def _differences(
-    cells: Cells, conditions: list[str], keys: list[str], opts: dict[str, int]
-) -> dict[str, Any]:
+def _both(t: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rows (prompts) with a value on both sides."""
+    return ~np.all(np.isnan(t), axis=1) & ~np.all(np.isnan(b), axis=1)
+
+
+def _paired(units: UnitCells, cells: Cells, cond_t: str, round_t: int, cond_b: str,
+            round_b: int, key: str, *, same_runs: bool = False) -> dict[str, Any] | None:
+    """cond_t at round_t minus cond_b at round_b, paired by prompt (and by replicate when
+    both have the same replicates; with same_runs, two rounds of one condition, only the
+    replicates measured at both count); over replicates when the metric is no mean over
+    prompts."""
+    t_reps, t = _stack(units, cond_t, round_t, key)
+    b_reps, b = _stack(units, cond_b, round_b, key)
+    if same_runs and t is not None and b is not None:
+        common = sorted(set(t_reps) & set(b_reps))
+        t_reps, t = _stack(units, cond_t, round_t, key, common)
+        b_reps, b = _stack(units, cond_b, round_b, key, common)
+    if t is not None and b is not None and _both(t, b).any():
+        return paired_difference(t, b, metric_range(key), paired_replicates=t_reps == b_reps)
+    return difference(
+        {rep: m.get(round_t, {}).get(key) for rep, m in cells[cond_t].items()},
+        {rep: m.get(round_b, {}).get(key) for rep, m in cells[cond_b].items()},
+        metric_range(key))
+
+
+def _differences(cells: Cells, units: UnitCells, conditions: list[str], keys: list[str]
+                 ) -> dict[str, Any]:
     """Each condition minus the baseline, per round."""
     base = baseline_condition(conditions)
     out: dict[str, Any] = {}
@@ -118,11 +235,7 @@ def _differences(
         for round_idx in rounds:
             entry = {}
             for key in keys:
-                d = difference(
-                    {rep: m.get(round_idx, {}).get(key) for rep, m in cells[cond].items()},
-                    {rep: m.get(round_idx, {}).get(key) for rep, m in cells[base].items()},
-                    **opts,
-                )
+                d = _paired(units, cells, cond, round_idx, base, round_idx, key)
                 if d is not None:
                     entry[key] = d
             per_round[str(round_idx)] = entry
@@ -130,21 +243,58 @@ def _differences(
     return out
 
 
-def _deltas(
-    cells: Cells, first: int, last: int, keys: list[str], opts: dict[str, int]
-) -> dict[str, Any]:
-    """Last round minus first round, per replicate, then across replicates."""
+def _deltas(cells: Cells, units: UnitCells, first: int, last: int, keys: list[str]
+            ) -> dict[str, Any]:
+    """Last round minus first round, paired by prompt and replicate."""
     out: dict[str, Any] = {}
-    for cond, reps in cells.items():
+    for cond in cells:
         entry = {}
         for key in keys:
-            per_rep = {}
-            for rep, rounds in reps.items():
-                a, b = rounds.get(first, {}).get(key), rounds.get(last, {}).get(key)
-                per_rep[rep] = None if a is None or b is None else b - a
-            s = summarize(per_rep, **opts)
+            s = _paired(units, cells, cond, last, cond, first, key, same_runs=True)
             if s is not None:
                 entry[key] = s
+        out[cond] = entry
+    return out
+
+
+def _power(units: UnitCells, conditions: list[str], last: int) -> dict[str, Any]:
+    """Per treated condition and POWER_METRICS: the smallest C - C0 difference at the last
+    round a paired test over this run's prompts detects with 80% power (stats.power_mde)."""
+    base = baseline_condition(conditions)
+    out: dict[str, Any] = {}
+    for cond in conditions:
+        if cond == base or base is None:
+            continue
+        entry = {}
+        for key, _label in POWER_METRICS:
+            t_reps, t = _stack(units, cond, last, key)
+            b_reps, b = _stack(units, base, last, key)
+            if t is None or b is None or not _both(t, b).any():
+                continue
+            rows = _both(t, b)
+            d = np.nanmean(t[rows], axis=1) - np.nanmean(b[rows], axis=1)
+            sd = float(np.std(d, ddof=1)) if d.size > 1 else None
+            entry[key] = power_mde(sd, int(d.size), replicates=min(len(t_reps), len(b_reps)),
+                                   largest=1.0)
+        out[f"{cond}-{base}"] = entry
+    return out
+
+
+def _last_units(units: UnitCells, conditions: list[str], last: int,
+                prompt_ids: list[str]) -> dict[str, Any]:
+    """Per condition and headline metric, the per-prompt values at the last round (compare
+    pairs two sweeps by prompt with them): prompt ids, replicate ids, prompts x replicates."""
+    out: dict[str, Any] = {}
+    for cond in conditions:
+        entry = {}
+        for key, _label in HEADLINE:
+            reps, m = _stack(units, cond, last, key)
+            if m is None:
+                continue
+            rows = np.flatnonzero(~np.all(np.isnan(m), axis=1))
+            entry[key] = {"prompts": [prompt_ids[i] for i in rows], "replicates": reps,
+                          "values": [[None if np.isnan(v) else round(float(v), 12) for v in m[i]]
+                                     for i in rows]}
         out[cond] = entry
     return out
 
@@ -160,7 +310,7 @@ def _twin_status(rows: list[dict[str, Any]], pid: str, twin: str) -> str:
     return "not ranked"
 
 
-def _pairs(results: SweepResults, first: int, last: int, opts: dict[str, int]) -> dict[str, Any]:
+def _pairs(results: SweepResults, first: int, last: int) -> dict[str, Any]:
     """Per trap pair and condition: gold and twin ranks at the first and last round."""
     out: dict[str, Any] = {}
     for cond in results.conditions:
@@ -189,15 +339,18 @@ def _pairs(results: SweepResults, first: int, last: int, opts: dict[str, int]) -
                 entry[label] = {
                     "round": r,
                     "gold_rank": summarize(
-                        {k: float(v["gold_rank"]) for k, v in got.items()}, **opts
+                        {k: float(v["gold_rank"]) for k, v in got.items()},
+                        metric_range("gold_rank"),
                     ),
                     "twin_rank": summarize(
-                        {k: float(v["twin_rank"]) for k, v in got.items()}, **opts
+                        {k: float(v["twin_rank"]) for k, v in got.items()},
+                        metric_range("twin_rank"),
                     ),
                     "win_rate": summarize(
-                        {k: 1.0 if v["win"] else 0.0 for k, v in got.items()}, **opts
+                        {k: 1.0 if v["win"] else 0.0 for k, v in got.items()},
+                        metric_range("trap_win_rate"),
                     ),
-                    "gap": summarize({k: v["gap"] for k, v in got.items()}, **opts),
+                    "gap": summarize({k: v["gap"] for k, v in got.items()}),
                 }
             entry["twin_status_last"] = {
                 str(rep): _twin_status(rows, pid, info.poisoned_twin or "")
@@ -278,16 +431,17 @@ def compute_metrics(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
-    """Every number of the analysis, JSON-ready and deterministic."""
-    opts = {"resamples": resamples, "seed": seed}
-    cells = _cells(results, abstain_threshold)
+    """Every number of the analysis, JSON-ready and deterministic. (resamples and seed are
+    accepted for earlier callers; the intervals are analytic.)"""
+    del resamples, seed
+    cells, units = _cells(results, abstain_threshold)
     keys = _keys(cells)
     observed = _observed_rounds(cells)
     first, last = (observed[0], observed[-1]) if observed else (0, 0)
     conditions = results.conditions
-    per_round = _per_round(cells, keys, opts)
-    diffs = _differences(cells, conditions, keys, opts)
-    deltas = _deltas(cells, first, last, keys, opts)
+    per_round = _per_round(cells, units, keys)
+    diffs = _differences(cells, units, conditions, keys)
+    deltas = _deltas(cells, units, first, last, keys)
     return {
         "schema_version": SCHEMA_VERSION,
         "sweep": results.sweep.to_json(),
@@ -295,10 +449,8 @@ def compute_metrics(
             "abstain_threshold": abstain_threshold,
             "miss_rank": MISS_RANK,
             "gap_censor_eps": GAP_CENSOR_EPS,
-            "bootstrap_resamples": resamples,
-            "bootstrap_seed": seed,
-            "interval": "95% interval over replicates: none below 3, Student t from 3 to 9 "
-                        "(paired differences; Welch when unpaired), percentile bootstrap from 10",
+            "confidence": 0.95,
+            "interval": INTERVAL_TEXT,
         },
         "conditions": conditions,
         "baseline": baseline_condition(conditions),
@@ -320,10 +472,12 @@ def compute_metrics(
             for c, reps in cells.items()
         },
         "per_round": per_round,
-        "overall": _overall(results, opts),
+        "overall": _overall(results),
         "differences": diffs,
         "deltas": deltas,
-        "pairs": _pairs(results, first, last, opts),
+        "power": _power(units, conditions, last),
+        "last_round_units": _last_units(units, conditions, last, list(results.prompts)),
+        "pairs": _pairs(results, first, last),
         "verdict_mix": _verdict_mix(results),
         "failures": _failures(results),
         "headline": _headline(per_round, diffs, deltas, conditions, first, last),

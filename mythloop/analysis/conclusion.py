@@ -2,10 +2,11 @@
 
 A difference (treated - baseline, last round) *improves* a metric when its whole 95%
 interval lies on the better side of 0, *hurts* it when the whole interval lies on the
-worse side, and shows no clear difference otherwise. Nothing is claimed with fewer than
-MIN_REPLICATES replicates (there is no interval), nor from an interval of zero width (every
-replicate gave the same difference: no spread, so no evidence about it). The intervals are
-`stats.mean_interval`'s. When data issues removed rows of a round file of the last round,
+worse side, and shows no clear difference otherwise. Nothing is claimed where there is no
+interval (its `why` says why), nor from an interval of zero width (every prompt gave the same
+difference: no spread, so no evidence about it). The intervals are `stats`'s, with the
+prompt as the unit: from 1 replicate (then they cover prompt variation only, and the
+Conclusion says so). When data issues removed rows of a round file of the last round,
 the Conclusion says so and names the claim they affect.
 """
 
@@ -14,25 +15,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mythloop.analysis.stats import MIN_INTERVAL_N, zero_width
+from mythloop.analysis.stats import zero_width
 
-__all__ = ["LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "data_caveats", "enough",
+__all__ = ["LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "counted", "data_caveats", "enough",
            "round_label", "single_conclusion", "signed"]
 
-MIN_REPLICATES = MIN_INTERVAL_N
+MIN_REPLICATES = 1
+"""Replicates an interval needs (prompts are the unit: 1 replicate covers prompt variation)."""
 LOWER_IS_BETTER = {"catalog.in_distribution.poisoned_rate", "trap.twin_rank",
                    "in_distribution.gold_rank"}
 
 
 def enough(s: dict[str, Any] | None) -> bool:
-    """Whether a summary or difference rests on enough replicates for an interval."""
-    return s is not None and bool(s) and int(s.get("n", 0)) >= MIN_REPLICATES \
-        and s.get("lo") is not None
+    """Whether a summary or difference has an interval."""
+    return s is not None and bool(s) and s.get("lo") is not None
 
 
 def claim(key: str, d: dict[str, Any] | None) -> str | None:
     """'improves' | 'hurts' | 'none' from a difference's interval; None when not claimable
-    (too few replicates, or an interval of zero width)."""
+    (no interval, or an interval of zero width)."""
     if d is None or not enough(d) or zero_width(d):
         return None
     lo, hi = float(d["lo"]), float(d["hi"])
@@ -62,6 +63,18 @@ def _n_line(metrics: dict[str, Any]) -> int:
     return min((len(r) for r in reps.values()), default=0)
 
 
+def counted(d: dict[str, Any] | None) -> str:
+    """`10 prompts x 3 replicates` (what an interval counted)."""
+    if not d:
+        return "nothing"
+    reps = d.get("n_replicates")
+    if isinstance(reps, list):
+        reps = min(reps) if reps else 0
+    if d.get("n_prompts") is None:
+        return f"{reps} replicate(s)"
+    return f"{d['n_prompts']} prompts x {reps}"
+
+
 def single_conclusion(metrics: dict[str, Any]) -> list[str]:
     """Lines `**Conclusion** ...` for a single-level report: per treated condition, the
     headline metrics it improves and hurts at the last round, with intervals."""
@@ -71,30 +84,28 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
     if not metrics.get("differences"):
         return [f"**Conclusion**: nothing to compare (only {base or 'one condition'} was run).",
                 ""]
-    if n < MIN_REPLICATES:
-        return [f"**Conclusion**: not claimed: {n} replicate(s) per condition; at least "
-                f"{MIN_REPLICATES} are needed for a 95% interval (rerun with --replicates "
-                f"{MIN_REPLICATES} or more).", *data_caveats(metrics), ""]
     lines = []
     for name, diff in metrics["differences"].items():
         cond = diff["treated"]
-        good, bad, flat, still = [], [], [], []
+        good, bad, flat, still, none = [], [], [], [], []
         for row in metrics["headline"]:
             d = row["differences"].get(name, {}).get("last")
             verdict = claim(row["key"], d)
             if verdict == "improves":
-                good.append(f"{row['label']} {signed(d)}")
+                good.append(f"{row['label']} {signed(d)} ({counted(d)})")
             elif verdict == "hurts":
-                bad.append(f"{row['label']} {signed(d)}")
+                bad.append(f"{row['label']} {signed(d)} ({counted(d)})")
             elif verdict == "none":
                 flat.append(row["label"])
             elif zero_width(d):
                 still.append(f"{row['label']} {signed(d)}")
+            elif d:
+                none.append(f"{row['label']} ({d.get('why', 'no interval')})")
         beats = "beats" if good and not bad else ("does not beat" if not good else
                                                    "is mixed against")
         text = (f"**Conclusion** ({cond.upper()} - {str(base).upper()} at {where}, "
-                f"mean [95% interval] over {n} replicates): {cond.upper()} {beats} "
-                f"{str(base).upper()}")
+                f"mean [95% interval] over prompts x {n} replicate(s), paired by prompt): "
+                f"{cond.upper()} {beats} {str(base).upper()}")
         parts = []
         if good:
             parts.append("better on " + "; ".join(good))
@@ -103,9 +114,15 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
         if flat:
             parts.append("no clear difference on " + ", ".join(flat))
         if still:
-            parts.append("not claimed, every replicate gave the same difference (a "
+            parts.append("not claimed, every prompt gave the same difference (a "
                          "zero-width interval is no evidence): " + "; ".join(still))
+        if none:
+            parts.append("no interval: " + "; ".join(none))
         lines.append(text + (": " + ". ".join(parts) if parts else "") + ".")
+    if n == 1:
+        lines.append("With 1 replicate the intervals cover prompt variation only, not the "
+                     "judge's randomness across replicates (rerun with --replicates 3 for "
+                     "both).")
     return [*lines, *data_caveats(metrics), ""]
 
 

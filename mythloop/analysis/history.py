@@ -1,8 +1,9 @@
 """Sweeps across nights: one history file in the state dir, one row per condition and metric.
 
     <state>/history.jsonl           a row per (night, condition, headline metric): the last
-                                    round's mean, interval, n and per-replicate values, and
-                                    what makes two nights comparable (`series`)
+                                    round's mean, interval, n, per-replicate values and
+                                    per-prompt values (`units`: compare pairs two nights by
+                                    prompt), and what makes two nights comparable (`series`)
 
 Crash-safe and one writer at a time: a night's rows are appended under an exclusive file lock
 (`history.jsonl.lock`) as one write, fsynced. Each row says how many rows its night has; a
@@ -27,7 +28,7 @@ from typing import Any
 import matplotlib.pyplot as plt  # Agg: the package's __init__ (-> plots.py) chose it first
 
 from mythloop.analysis.compute import HEADLINE
-from mythloop.analysis.conclusion import MIN_REPLICATES
+from mythloop.analysis.metrics import metric_range
 from mythloop.analysis.report import fmt
 from mythloop.fileio import jsonl_text, read_jsonl, replacing
 from mythloop.settings import get_settings
@@ -103,10 +104,14 @@ def night_rows(metrics: dict[str, Any], results_dir: Path | str,
             s = summaries.get(key)
             if not s:
                 continue
+            units = ((metrics.get("last_round_units") or {}).get(cond) or {}).get(key)
             rows.append({**base, "cond": cond, "metric": key, "label": label,
                          "mean": s["mean"], "lo": s["lo"], "hi": s["hi"], "n": s["n"],
+                         "method": s.get("method"),
                          "replicate_ids": s.get("replicates") or [],
-                         "values": s.get("values") or []})
+                         "values": s.get("values") or [],
+                         # per prompt x replicate: compare pairs two nights by prompt
+                         "units": units})
     for row in rows:
         row["rows_in_night"] = len(rows)
     return rows
@@ -186,10 +191,23 @@ def last_comparable(nights: list[Night], series: str, *, exclude_dir: str | None
 
 def draw_history(nights: list[Night], path: Path) -> Path:
     """history.png: each headline metric per night (one panel each), one line per condition,
-    with its 95% interval where the night had enough replicates for one."""
+    every condition of a night at that night's x (its own marker), with the report's 95%
+    interval where there is one; the y-axis spans the metric's range."""
+    fig = history_figure(nights)
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return path
+
+
+def history_figure(nights: list[Night]) -> Any:
+    """The figure of `draw_history` (not saved, not closed)."""
     fig, axes = plt.subplots(3, 3, figsize=(13, 9), sharex=True)
     conds = sorted({r["cond"] for n in nights for r in n.rows})
     labels = [n.night[5:16].replace("T", " ") for n in nights]
+    markers = ("o", "s", "^", "D", "v")
     for ax, (key, label) in zip(axes.flat, HEADLINE, strict=True):
         for i, cond in enumerate(conds):
             xs, ys, lo, hi = [], [], [], []
@@ -198,25 +216,26 @@ def draw_history(nights: list[Night], path: Path) -> Path:
                            None)
                 if row is None:
                     continue
-                xs.append(x + 0.06 * i)
+                xs.append(x)
                 ys.append(row["mean"])
-                ok = int(row.get("n", 0)) >= MIN_REPLICATES
-                lo.append(row["mean"] - row["lo"] if ok else 0.0)
-                hi.append(row["hi"] - row["mean"] if ok else 0.0)
+                ok = row.get("lo") is not None and row.get("hi") is not None
+                lo.append(max(row["mean"] - row["lo"], 0.0) if ok else 0.0)
+                hi.append(max(row["hi"] - row["mean"], 0.0) if ok else 0.0)
             if xs:
-                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cond)
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[i % len(markers)],
+                            fillstyle="none" if i else "full", capsize=3, label=cond)
+        low, high = metric_range(key)
+        if low is not None and high is not None:
+            pad = 0.05 * (high - low)
+            ax.set_ylim(low - pad, high + pad)
+        ax.set_xlim(-0.5, max(len(nights) - 0.5, 0.5))
         ax.set_title(label, fontsize=9)
         ax.set_xticks(range(len(nights)), labels, rotation=45, ha="right", fontsize=7)
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle("last round per night, mean with 95% interval over replicates "
-                 f"(no bar below {MIN_REPLICATES} replicates)", fontsize=10)
+    fig.suptitle("last round per night: mean with its 95% interval (prompts x replicates, "
+                 "as in report.md); every condition of a night at the same x", fontsize=10)
     fig.tight_layout()
-    try:
-        with replacing(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})
-    finally:
-        plt.close(fig)
-    return path
+    return fig
 
 
 def trend_rows(nights: list[Night]) -> list[dict[str, str]]:

@@ -33,8 +33,11 @@ __all__ = [
     "TIERS",
     "VERDICTS",
     "measurement_metrics",
+    "measurement_units",
+    "metric_range",
     "pair_details",
     "turn_metrics",
+    "turn_units",
     "verdict_correct",
 ]
 
@@ -339,4 +342,99 @@ def turn_metrics(turns: list[dict[str, Any]], prompts: dict[str, PromptInfo]) ->
     out.update(_catalog_metrics(turns, prompts))
     out.update(_tag_metrics(turns))
     out.update(_verdict_metrics(turns))
+    return out
+
+
+# --- per-prompt values (the units the intervals count) --------------------------------------
+Units = dict[str, dict[str, float]]
+"""metric key -> prompt id -> that prompt's value (the metric is the mean over its prompts)."""
+
+
+def metric_range(key: str) -> tuple[float | None, float | None]:
+    """The range a metric's values (and so its interval) lie in: [0, 1] for rates, hit@k,
+    MRR, nDCG and accuracies; [1, MISS_RANK] for ranks; [0, inf) for counts; unbounded for
+    score gaps and top scores."""
+    last = key.rsplit(".", 1)[-1]
+    if key.startswith("tier_rank.") or last in ("gold_rank", "twin_rank"):
+        return (1.0, float(MISS_RANK))
+    if (last.startswith(("hit@", "ndcg@")) or last == "mrr" or last.endswith("_rate")
+            or key.startswith("verdicts.accuracy")):
+        return (0.0, 1.0)
+    if (key.startswith(("tier_count.", "status.", "turns.", "verdict_mix.")) or
+            last.startswith("n_") or key.startswith("tags.") or key.startswith("verdicts.")):
+        return (0.0, None)
+    return (None, None)
+
+
+def measurement_units(
+    rows: list[dict[str, Any]], prompts: dict[str, PromptInfo], threshold: float
+) -> Units:
+    """Per prompt, every metric of `measurement_metrics` that is a mean over prompts (its
+    mean over a key's prompts is that metric); {} when the round has no rows."""
+    if not rows:
+        return {}
+    ranked_by_prompt = _by_prompt(rows)
+    pairs = pair_details(rows, prompts)
+    out: Units = {}
+
+    def put(key: str, pid: str, value: float | None) -> None:
+        if value is not None:
+            out.setdefault(key, {})[pid] = float(value)
+
+    for group, kinds in GROUPS.items():
+        for info in prompts.values():
+            if info.kind not in kinds or not info.expected_skill:
+                continue
+            pid = info.prompt_id
+            ranked = ranked_by_prompt.get(pid, {})
+            r = _rank_of(ranked, info.expected_skill)
+            for k in (1, 3, 5):
+                put(f"{group}.hit@{k}", pid, 1.0 if r <= k else 0.0)
+            put(f"{group}.mrr", pid, 1.0 / r if r < MISS_RANK else 0.0)
+            put(f"{group}.ndcg@5", pid, 1.0 / math.log2(r + 1) if r <= 5 else 0.0)
+            put(f"{group}.gold_rank", pid, float(r))
+            if group == "in_distribution":
+                top = max((float(x["score"]) for x in ranked.values()), default=None)
+                put(f"{group}.top_score", pid, top)
+                put(f"{group}.abstention_rate", pid,
+                    1.0 if top is None or top < threshold else 0.0)
+            pair = pairs.get(pid)
+            if group in _PAIR_GROUPS and pair is not None and pair["kind"] in kinds:
+                put(f"{group}.trap_win_rate", pid, 1.0 if pair["win"] else 0.0)
+                put(f"{group}.twin_rank", pid, float(pair["twin_rank"]))
+                put(f"{group}.twin_in_top5_rate", pid, 1.0 if pair["twin_rank"] <= 5 else 0.0)
+                put(f"{group}.gap_all", pid, pair["gap"])
+                if pair["both_present"]:
+                    put(f"{group}.gap_both_present", pid, pair["gap"])
+    for info in prompts.values():
+        if info.kind == "null":
+            ranked = ranked_by_prompt.get(info.prompt_id, {})
+            top = max((float(x["score"]) for x in ranked.values()), default=None)
+            put("null.top_score", info.prompt_id, top)
+            put("null.abstention_rate", info.prompt_id,
+                1.0 if top is None or top < threshold else 0.0)
+    return out
+
+
+def turn_units(turns: list[dict[str, Any]], prompts: dict[str, PromptInfo]) -> Units:
+    """Per prompt, the catalog rates of `turn_metrics` (the share of that prompt's turns whose
+    top-5 catalog held a poisoned skill / its own twin)."""
+    out: Units = {}
+    groups = {**GROUPS, "null": ("null",)}
+    per: dict[tuple[str, str], list[float]] = {}
+    for t in turns:
+        if not isinstance(t.get("ranked_top5"), list):
+            continue
+        pid = t["prompt_id"]
+        info = prompts.get(pid)
+        for group, kinds in groups.items():
+            if t.get("prompt_kind") not in kinds:
+                continue
+            per.setdefault((f"catalog.{group}.poisoned_rate", pid), []).append(
+                1.0 if _has_poisoned(t) else 0.0)
+            if info and info.poisoned_twin:
+                per.setdefault((f"catalog.{group}.twin_rate", pid), []).append(
+                    1.0 if info.poisoned_twin in t["ranked_top5"] else 0.0)
+    for (key, pid), values in per.items():
+        out.setdefault(key, {})[pid] = sum(values) / len(values)
     return out

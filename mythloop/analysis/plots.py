@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mythloop.analysis.metrics import TIERS, VERDICTS  # noqa: E402
-from mythloop.analysis.stats import INTERVAL_METHODS, MIN_INTERVAL_N  # noqa: E402
+from mythloop.analysis.stats import INTERVAL_METHODS  # noqa: E402
 from mythloop.fileio import replacing  # noqa: E402
 
 __all__ = ["FIGURES", "draw_figures"]
@@ -50,9 +50,9 @@ def _by_round(
     invert: bool = False,
     ylim: tuple[float, float] | None = None,
 ) -> Figure:
-    """One line per condition with its 95% interval band, over rounds: a band only where
-    an interval exists (3 replicates or more; stats.mean_interval), and the caption names
-    the method(s) used, or says there is no band."""
+    """One line per condition with its 95% interval band (the report's own intervals, which
+    stay inside the metric's range), over rounds: a band only where an interval exists, and
+    the caption names the method(s) used, or says there is no band."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.19)
     drawn = False
@@ -66,7 +66,8 @@ def _by_round(
             continue
         shift = (i - (len(conds) - 1) / 2) * _DODGE
         xs = [r + 1 + shift for r, _ in points]  # rounds labelled from 1
-        n = max(s["n"] for _, s in points)
+        n = max(int(s.get("n_replicates") or 0) if not isinstance(s.get("n_replicates"), list)
+                else 0 for _, s in points)
         colour = _colour(cond, i)
         style, marker = _STYLES[i % len(_STYLES)]
         ax.plot(
@@ -76,14 +77,16 @@ def _by_round(
             linestyle=style,
             color=colour,
             alpha=0.9,
-            label=f"{cond.upper()} (n={n})",
+            label=f"{cond.upper()} ({n} replicate{'s' if n != 1 else ''})",
         )
         banded = [(x, s) for x, (_, s) in zip(xs, points, strict=True)
-                  if s.get("lo") is not None and int(s.get("n", 0)) >= MIN_INTERVAL_N]
+                  if s.get("lo") is not None]
         if banded:
             ax.fill_between([x for x, _ in banded], [s["lo"] for _, s in banded],
                             [s["hi"] for _, s in banded], color=colour, alpha=0.2)
-            methods.update(str(s.get("method", "bootstrap")) for _, s in banded)
+            methods.update(str(s.get("method", "none")) for _, s in banded)
+            if any("prompt variation only" in str(s.get("covers", "")) for _, s in banded):
+                methods.add("prompts-only")
         drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -102,10 +105,13 @@ def _by_round(
 
 
 def _band_note(methods: set[str]) -> str:
-    """What the bands are, from the methods actually drawn ('no band' below 3 replicates)."""
+    """What the bands are, from the methods actually drawn."""
     if not methods:
-        return f"no band: fewer than {MIN_INTERVAL_N} replicates give no 95% interval"
-    return "bands: 95% " + " / ".join(INTERVAL_METHODS[m] for m in sorted(methods))
+        return "no band: no 95% interval could be computed (see report.md)"
+    only = "prompts-only" in methods
+    shown = sorted(methods - {"prompts-only"})
+    text = "bands: 95% " + " / ".join(INTERVAL_METHODS.get(m, m) for m in shown)
+    return text + ("; 1 replicate: prompt variation only" if only else "")
 
 
 def _verdict_mix(metrics: dict[str, Any]) -> Figure:
@@ -176,6 +182,7 @@ def draw_figures(metrics: dict[str, Any], out_dir: Path) -> list[Path]:
             "mean rank (1 = top)",
             "; outside the top 10 counts as rank 11",
             invert=True,
+            ylim=(0.5, 11.5),
         ),
         _verdict_mix(metrics),
     ]

@@ -13,7 +13,7 @@ __all__ = ["draw_noise_curve"]
 
 def draw_noise_curve(study: dict[str, Any], path: Path) -> Path:
     """One panel per study metric; one line per treated condition with its 95% interval
-    as error bars (none where fewer than 3 replicates); a dotted line at 0."""
+    as error bars (none where there is no interval); a dotted line at 0."""
     metrics = study["metrics"]
     levels = study["levels"]
     names = list(dict.fromkeys(n for e in study["table"].values() for n in e["differences"]))
@@ -50,7 +50,7 @@ def draw_noise_curve(study: dict[str, Any], path: Path) -> Path:
                             capsize=3, label=label)
             if xs_small:
                 ax.plot(xs_small, ys_small, color=colour, linestyle="none", marker=marker,
-                        fillstyle="none", label=f"{label} (n too small)")
+                        fillstyle="none", label=f"{label} (no interval)")
         ax.set_title(metric["label"], fontsize=9)
         ax.set_xlabel("judge noise")
         ax.set_ylim(-1.05, 1.05)
@@ -59,7 +59,7 @@ def draw_noise_curve(study: dict[str, Any], path: Path) -> Path:
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="upper right", fontsize=8, ncols=len(handles))
-    fig.suptitle("Difference to the baseline by judge noise (bars: 95% bootstrap interval)",
+    fig.suptitle("Difference to the baseline by judge noise (bars: the report's 95% interval)",
                  x=0.01, ha="left", fontsize=10)
     _save(fig, path)
     return path

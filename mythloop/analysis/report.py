@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mythloop.analysis.compute import HEADLINE
-from mythloop.analysis.conclusion import MIN_REPLICATES, round_label, single_conclusion
+from mythloop.analysis.compute import HEADLINE, POWER_METRICS
+from mythloop.analysis.conclusion import round_label, single_conclusion
 from mythloop.analysis.metrics import TIERS, VERDICTS
 from mythloop.analysis.plots import FIGURES
 from mythloop.analysis.stats import zero_width
 from mythloop.sweep.records import SweepRecord
+from mythloop.vocab import CONDITION_HELP
 
 __all__ = ["console_rows", "fmt", "fmt_diff", "headline_rows", "render_report", "round_rows"]
 
@@ -34,6 +35,8 @@ _RUN_FIELDS = (
 _LONG_FIELDS = ("config",)  # the whole config dump: too long for the table
 _FIGURE_CAPTIONS = {
     "hit_at_3.png": "hit@3 on in-distribution prompts by round",
+    "history.png": "each headline metric per night (written by the sweep's history step "
+                   "beside this report; one x per night, every condition at that x)",
     "trap_win_rate.png": "trap-win rate by round",
     "poisoned_rank.png": "rank of each trap prompt's poisoned twin by round (missing = 11)",
     "verdict_mix.png": "verdict mix per tier",
@@ -41,13 +44,13 @@ _FIGURE_CAPTIONS = {
 
 
 def fmt(s: dict[str, Any] | None, digits: int = 3, sign: bool = False) -> str:
-    """`mean [lo, hi]`; with fewer than 3 replicates `mean (n=2, n too small)` instead of
-    an interval; a zero-width interval is marked `(no spread)` (it supports no claim)."""
+    """`mean [lo, hi]`; `mean (no interval: why)` where none could be computed; a
+    zero-width interval is marked `(no spread)` (it supports no claim)."""
     if not s:
         return "—"
     f = f"{{:{'+' if sign else ''}.{digits}f}}"
-    if int(s.get("n", 0)) < MIN_REPLICATES or s.get("lo") is None:
-        return f"{f.format(s['mean'])} (n={s.get('n', 0)}, n too small)"
+    if s.get("lo") is None:
+        return f"{f.format(s['mean'])} (no interval: {s.get('why') or 'none computed'})"
     text = f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}]"
     return text + (" (no spread)" if zero_width(s) else "")
 
@@ -97,7 +100,8 @@ def round_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         for round_idx, summaries in sorted(
             metrics["per_round"].get(cond, {}).items(), key=lambda kv: int(kv[0])
         ):
-            n = max((s["n"] for s in summaries.values()), default=0)
+            n = max((int(s.get("n_replicates") or 0) for s in summaries.values()
+                     if not isinstance(s.get("n_replicates"), list)), default=0)
             row: dict[str, Any] = {"condition": cond, "round": int(round_idx) + 1,  # from 1
                                    "replicates": n}
             for key, label in HEADLINE:
@@ -110,6 +114,63 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return out + [""]
+
+
+def _intro(m: dict[str, Any], sweep: SweepRecord) -> list[str]:
+    """What a newcomer needs before the Conclusion: the conditions, the judge and its noise,
+    what was counted."""
+    out = ["Conditions (how the router uses the verdicts it stores; docs/blend.md):", ""]
+    for cond in [*CONDITION_HELP, *(c for c in m["conditions"] if c not in CONDITION_HELP)]:
+        ran = cond in m["conditions"]
+        out.append(f"- **{cond.upper()}**: {CONDITION_HELP.get(cond, 'unknown condition')}"  # type: ignore[call-overload]
+                   + (" (the baseline)" if cond == m.get("baseline") else "")
+                   + ("" if ran else " (not run here)"))
+    noise = (sweep.judge_options or {}).get("noise")
+    judge = sweep.judge or "unknown"
+    if sweep.simulated is True:
+        what = (f"the simulated judge `{judge}`: the verdict a skill's tier calls for (poisoned "
+                "HARMFUL, the expected skill HELPFUL), each decision flipped with probability "
+                f"{noise if noise is not None else '?'} (its noise; mythloop/llm/simulated.py)")
+    else:
+        what = f"`{judge}`" + (f" (noise {noise})" if noise is not None else "")
+    prompts = m.get("prompts") or {}
+    kinds = [p.get("kind") for p in prompts.values()]
+    mix = ", ".join(f"{kinds.count(k)} {label}" for k, label in (
+        ("trap", "trap"), ("normal", "normal"), ("heldout", "held-out"), ("null", "null"))
+        if kinds.count(k))
+    reps = ", ".join(f"{c.upper()} {len(r)}" for c, r in m["replicates"].items())
+    out += ["", f"Judge: {what}. {len(prompts)} prompts ({mix}; trap + normal are the "
+            f"in-distribution ones), replicates per condition: {reps}; "
+            f"{len(m.get('rounds') or [])} rounds of measure then learn.", ""]
+    return out
+
+
+def _power_section(m: dict[str, Any]) -> list[str]:
+    """The smallest difference this run could detect (80% power), per POWER_METRICS."""
+    power = m.get("power") or {}
+    if not power:
+        return []
+    labels = dict(POWER_METRICS)
+    lines = []
+    for name, per_key in power.items():
+        parts = []
+        for key, p in per_key.items():
+            if p.get("mde") is None:
+                parts.append(f"{labels.get(key, key)}: {p.get('why')}")
+                continue
+            size = (f"**{p['mde']:.2f}**" if p.get("detects", True) else
+                    "**none** (too few prompts for 80% power at any difference)")
+            parts.append(f"{labels.get(key, key)} {size} ({p['n_prompts']} prompts x "
+                         f"{p['replicates']}; {p['basis']} {p['sd']:.2f})")
+        if parts:
+            lines.append(f"- {name.upper()}: " + "; ".join(parts) + ".")
+    if not lines:
+        return []
+    return ["**Power**: the smallest difference at the last round this run detects with 80% "
+            "power (paired by prompt, two-sided 5%): (t(0.975, N-1) + t(0.80, N-1)) x sd / "
+            "sqrt(N), N the metric's prompts, sd that of their per-prompt differences "
+            "(replicate means); a \"no clear difference\" smaller than it is no evidence of "
+            "no effect.", "", *lines, ""]
 
 
 def _banner(sweep: SweepRecord) -> list[str]:
@@ -141,11 +202,7 @@ def _run_section(m: dict[str, Any]) -> list[str]:
                             f"{round_label(m, m['last_round'])} (files round_{m['first_round']} "
                             f".. round_{m['last_round']})"],
         ["abstain threshold", f"{m['analysis']['abstain_threshold']}"],
-        [
-            "intervals",
-            f"{m['analysis']['interval']} ({m['analysis']['bootstrap_resamples']} resamples, "
-            f"seed {m['analysis']['bootstrap_seed']})",
-        ],
+        ["intervals", m["analysis"]["interval"]],
     ]
     out = ["## What was run", "", *_table(["field", "value"], rows)]
     if any(k in sweep for k in _LONG_FIELDS):
@@ -171,9 +228,8 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
     out = [
         "## Headline",
         "",
-        "Mean over replicates [95% interval: t below 10 replicates, bootstrap from 10]; "
-        "differences are each "
-        f"condition minus {m['baseline']} at the last round.",
+        "Mean over prompts and replicates [95% interval, the prompt as the unit]; differences "
+        f"are each condition minus {m['baseline']} at the last round, paired by prompt.",
         "",
     ]
     if rows:
@@ -185,7 +241,7 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
     ]
     out += [
         f"First round ({round_label(m, m['first_round'])}) to last round "
-        f"({round_label(m, m['last_round'])}), per replicate then averaged:",
+        f"({round_label(m, m['last_round'])}), paired by prompt and replicate:",
         "",
     ]
     out += _table(["metric", *(f"{c} last - first" for c in m["conditions"])], delta_rows)
@@ -193,9 +249,11 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
 
 
 def _figures_section() -> list[str]:
-    out = ["## Figures", ""]
+    out = ["## Figures", "", "Bands: the same 95% intervals as the tables.", ""]
     for name in FIGURES:
         out += [f"![{_FIGURE_CAPTIONS[name]}]({name})", ""]
+    out += [f"History across nights: [history.png](history.png) "
+            f"({_FIGURE_CAPTIONS['history.png']}).", ""]
     return out
 
 
@@ -418,14 +476,17 @@ _DEFINITIONS = [
     "skill -> HELPFUL; other real or competing skills -> HELPFUL or NEUTRAL; noise -> NEUTRAL.",
     "- **tag parse rate**: ok in-distribution turns with at least one parsed tag (null prompts should emit none, "
     "so they are reported apart). Off-catalog and invented rates are per parsed tag.",
-    "- **intervals**: 95% over replicates, by count: none below 3 replicates (`n too small`, no "
-    "band in the plots, no conclusion); a Student t interval from 3 to 9 (a percentile bootstrap "
-    "over so few values covers far less than 95%); a percentile bootstrap from 10. Differences "
-    "pair replicates by index when both conditions have the same replicates (the interval of "
-    "the per-replicate differences), else a Welch t interval (`unpaired`; a bootstrap of each "
-    "side from 10 each). A conclusion counts a metric as better or worse only when the whole "
-    "interval of the difference lies on one side of 0 and has some width: a zero-width interval "
-    "(`no spread`, every replicate gave the same value) is never a claim. "
+    "- **intervals**: 95%, with the prompt as the unit (docs/statistics.md): the variance of the "
+    "mean clustered by prompt plus the component the replicates share, and a Wilson score "
+    "interval at the effective sample size, so rates, hit@k, MRR and nDCG stay in [0, 1], "
+    "ranks in [1, 11] and differences in [-1, 1] (ranks: [-10, 10]). Differences pair each "
+    "prompt with itself (and each replicate with its namesake when both conditions ran the "
+    "same replicates). With 1 replicate an interval covers prompt variation only. Numbers that "
+    "are no mean over prompts (counts, verdict accuracy, a trap pair's own rates) take the "
+    "replicate as the unit. `n` counts prompts x replicates. A conclusion counts a metric as "
+    "better or worse only when the whole interval of the difference lies on one side of 0 "
+    "and has some width; a zero-width interval (`no spread`) is never a claim; where no "
+    "interval could be computed the cell says why. "
     "Rounds are labelled from 1 everywhere (terminal, report, plots: `round 1 of 6` is the "
     "measurement before any learning); the files are numbered from 0 (`round_0.jsonl`).",
     "- A round file with no rows gives no ranking metrics for that cell (reported under data issues); "
@@ -442,7 +503,9 @@ def render_report(metrics: dict[str, Any]) -> str:
         title,
         "",
         *_banner(sweep),
+        *_intro(metrics, sweep),
         *single_conclusion(metrics),
+        *_power_section(metrics),
         *_run_section(metrics),
         *_issues_section(metrics),
         *_headline_section(metrics),

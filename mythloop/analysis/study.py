@@ -4,8 +4,9 @@ D/metrics.json, D/report.md and D/noise_curve.png, rebuilt from the level dirs' 
 Per level, the level's own analysis (mythloop.analysis.analyze on D/noise-<level>/) gives
 every condition's summary and every `cond - c0` difference at the last round; the study
 only gathers them. The break-even noise of a metric is the lowest level at which the 95%
-interval of `cond - c0` includes 0 (none when it never does); nothing is claimed and no
-break-even is stated for a level with fewer than 3 replicates.
+interval of `cond - c0` includes 0 (none when it never does); the intervals are the report's
+(the prompt as the unit, paired by prompt; docs/statistics.md), and nothing is claimed where
+a level has no interval.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mythloop.analysis.conclusion import MIN_REPLICATES, claim, enough, round_la
 from mythloop.analysis.core import analyze
 from mythloop.analysis.load import AnalysisError
 from mythloop.analysis.plots_study import draw_noise_curve
+from mythloop.analysis.stats import zero_width
 from mythloop.fileio import write_text_atomic
 from mythloop.sweep.study import read_study
 
@@ -75,6 +77,8 @@ def compute_study(levels: dict[float, dict[str, Any]], study: dict[str, Any]) ->
             for x in order:
                 d = table[f"{x:.2f}"]["differences"].get(name, {}).get(key)
                 verdict = claim(key, d)
+                if verdict is None and zero_width(d) and float(d["mean"]) == 0:
+                    verdict = "none"  # the same on every prompt: no difference at all
                 claims[name].setdefault(key, {})[f"{x:.2f}"] = verdict
                 if verdict is None:
                     claimable = False
@@ -130,6 +134,8 @@ def _conclusion(order, names, claims, table, min_n, baseline) -> str:
         return (f"not claimed: {min_n} replicate(s) per condition at some level; at least "
                 f"{MIN_REPLICATES} are needed for a 95% interval (rerun with --replicates "
                 f"{MIN_REPLICATES} or more).")
+    if all(v is None for per in claims.values() for by in per.values() for v in by.values()):
+        return "not claimed: no interval at any level (each level's report says why)."
     labels = dict(STUDY_METRICS)
     sentences = []
     for name in names:
@@ -147,9 +153,11 @@ def _conclusion(order, names, claims, table, min_n, baseline) -> str:
         text += ("improves " + "; ".join(good)) if good else "improves nothing"
         text += (", hurts " + "; ".join(bad)) if bad else ", hurts nothing"
         sentences.append(text)
-    return "; ".join(sentences) + (f" (last round, 95% intervals over {min_n}+ replicates; "
-                                   "a metric counts only when its whole interval is on one "
-                                   "side of 0)")
+    only = ("; with 1 replicate they cover prompt variation only, not the judge's randomness "
+            "across replicates" if min_n == 1 else "")
+    return "; ".join(sentences) + (f" (last round, 95% intervals over the prompts x {min_n}+ "
+                                   "replicate(s), paired by prompt; a metric counts only when "
+                                   f"its whole interval is on one side of 0{only})")
 
 
 def _cell(s: dict[str, Any] | None, sign: bool = False) -> str:
@@ -157,7 +165,7 @@ def _cell(s: dict[str, Any] | None, sign: bool = False) -> str:
         return "—"
     if not enough(s):
         f = f"{{:{'+' if sign else ''}.2f}}"
-        return f"{f.format(s['mean'])} (n={s.get('n', 0)}, n too small)"
+        return f"{f.format(s['mean'])} (no interval)"
     return signed(s) if sign else f"{s['mean']:.2f} [{s['lo']:.2f}, {s['hi']:.2f}]"
 
 
@@ -188,7 +196,8 @@ def _break_even_lines(study: dict[str, Any]) -> list[str]:
         for key, _ in STUDY_METRICS:
             be = per_key.get(key, {})
             if not be.get("claimable"):
-                parts.append(f"{labels[key]}: n too small")
+                parts.append(f"{labels[key]}: not claimable at some level (no interval, or "
+                             "a zero-width one)")
             elif be.get("noise") is None:
                 parts.append(f"{labels[key]}: never (interval excludes 0 up to noise {top})")
             else:
@@ -211,7 +220,7 @@ def _c4_goal_lines(study: dict[str, Any]) -> list[str]:
         out.append(f"| {float(lvl):g} | {g['trap_win_c4_minus_c3']:+.2f} | "
                    f"{'yes' if g['trap_win_within_0_1'] else 'no'} | "
                    f"{_cell(g['hit5_c4_minus_c0'], sign=True)} | "
-                   f"{'n too small' if ok is None else 'yes' if ok else 'no'} |")
+                   f"{'no interval' if ok is None else 'yes' if ok else 'no'} |")
     return [*out, ""]
 
 
@@ -244,7 +253,7 @@ def render_study(study: dict[str, Any]) -> str:
         "",
         "## Noise table",
         "",
-        f"Each condition's mean [95% bootstrap interval over replicates] at the last round "
+        f"Each condition's mean [95% interval, the prompt as the unit] at the last round "
         f"({label}), and each condition minus {(study['baseline'] or '?').upper()} "
         "(▲ the whole interval is better than 0, ▼ worse).",
         "",

@@ -219,7 +219,8 @@ class ConditionRun:
         """Rank every prompt (top-k), write round_<r>.jsonl, and return the catalogs to learn from."""
         rows: list[MeasurementRow] = []
         catalogs: dict[str, list[CatalogEntry]] = {}
-        hits3 = gold_found = 0
+        hits3 = hits5 = gold_found = 0
+        wins = pairs = held1 = held = 0
         assert self.router is not None, "open() first"
         for prompt in self.prompts:
             ranked = self.router.rank(prompt.prompt, top_k=self.config.measure_top_k)
@@ -243,9 +244,23 @@ class ConditionRun:
             if prompt.expected_skill and prompt.kind in ("trap", "normal"):
                 gold_found += 1
                 hits3 += prompt.expected_skill in names[:3]
+                hits5 += prompt.expected_skill in names[:5]
+            if prompt.expected_skill and prompt.kind == "trap" and prompt.poisoned_twin:
+                # as the analysis counts it: gold above its twin, a missing one ranking last
+                top = names[: self.config.measure_top_k]
+                gold = top.index(prompt.expected_skill) if prompt.expected_skill in top else None
+                twin = top.index(prompt.poisoned_twin) if prompt.poisoned_twin in top else None
+                pairs += 1
+                wins += gold is not None and (twin is None or gold < twin)
+            if prompt.expected_skill and prompt.kind == "heldout":
+                held += 1
+                held1 += names[:1] == [prompt.expected_skill]
         write_text_atomic(self.round_path(round_idx), jsonl_text(rows))
         return MeasureResult(rows=len(rows), catalogs=catalogs,
-                             in_distribution_hit_at_3=hits3 / gold_found if gold_found else None)
+                             in_distribution_hit_at_3=hits3 / gold_found if gold_found else None,
+                             in_distribution_hit_at_5=hits5 / gold_found if gold_found else None,
+                             trap_win_rate=wins / pairs if pairs else None,
+                             heldout_hit_at_1=held1 / held if held else None)
 
     # --- learn -------------------------------------------------------------------
     def learning_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],

@@ -67,6 +67,18 @@ class MeasureResult(BaseModel):
     rows: int
     catalogs: dict[str, list[CatalogEntry]]
     in_distribution_hit_at_3: float | None = None
+    # The headline metrics the terminal's round line shows (None: no such prompts).
+    in_distribution_hit_at_5: float | None = None
+    trap_win_rate: float | None = None
+    heldout_hit_at_1: float | None = None
+
+    def round_line(self) -> str:
+        """`trap-win 0.95, hit@5 0.90, held-out hit@1 0.40, hit@3 0.90` (what was measured)."""
+        parts = [(label, v) for label, v in (
+            ("trap-win", self.trap_win_rate), ("hit@5", self.in_distribution_hit_at_5),
+            ("held-out hit@1", self.heldout_hit_at_1), ("hit@3", self.in_distribution_hit_at_3))
+            if v is not None]
+        return ", ".join(f"{label} {v:.2f}" for label, v in parts)
 
 
 class TurnAnswer(BaseModel):

@@ -50,8 +50,8 @@ def analyze_command(
     metrics = json.loads(result.metrics_path.read_text(encoding="utf-8"))
     rows = console_rows(metrics)
     if rows:
-        table = Table(title="headline: first -> last round (rounds from 1), mean [95% interval "
-                            "over replicates]")
+        table = Table(title="headline: first -> last round (rounds from 1), mean [95% interval, "
+                            "prompts x replicates]")
         for column in rows[0]:
             table.add_column(column, overflow="fold")
         for row in rows:
@@ -87,7 +87,7 @@ def _analyze_study(root: Path, console) -> None:
             "[bold yellow]SIMULATED JUDGE[/bold yellow]: verdicts are synthetic, not a model's."
         )
     if result.table_rows:
-        table = Table(title="noise study: last round, mean [95% CI over replicates]")
+        table = Table(title="noise study: last round, mean [95% CI, prompts x replicates]")
         for column in result.table_rows[0]:
             table.add_column(column, overflow="fold")
         for row in result.table_rows:

@@ -52,7 +52,7 @@ def compare_command(
                                     "B's results dir, or A's with --baseline)."),
 ) -> None:
     """Compare two sweeps at their last round: per condition and headline metric, A, B and
-    B - A with its 95% interval over replicates, and a verdict (better / worse / no clear
+    B - A with its 95% interval (the prompt as the unit, paired by prompt), and a verdict (better / worse / no clear
     change). Configuration differences come first; different prompt sets are refused."""
     if (b is None) == (baseline is None):
         _fail("give two results dirs (compare A B), or one and --baseline last|YYYY-MM-DD")
@@ -110,7 +110,7 @@ def compare_command(
 
     from mythloop.analysis.report import fmt
 
-    table = Table(title=f"last round: B - A, mean [95% CI over replicates], "
+    table = Table(title=f"last round: B - A, mean [95% CI, prompts x replicates], "
                         f"{comparison.as_dict()['pairing']}",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for column in ("cond", "metric", "A", "B", "B - A [95% CI]", "verdict"):
@@ -172,7 +172,7 @@ def history_command(
     what = f"{metric}, mean [95% CI]" if metric else "mean"
     from rich import box
 
-    table = Table(title=f"last {len(nights)} night(s): last round, {what} over replicates",
+    table = Table(title=f"last {len(nights)} night(s): last round, {what} over prompts x replicates",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for column in ("UTC", "cond"):
         table.add_column(column, no_wrap=True)

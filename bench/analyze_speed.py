@@ -1,0 +1,141 @@
+"""`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
+
+    python bench/analyze_speed.py                    # against ee324ff (before the prompt-level
+                                                     # intervals), 2 interleaved repeats
+    python bench/analyze_speed.py --base COMMIT --repeats 3 --keep DIR
+
+The results dir is SYNTHETIC (labelled so in its sweep.json): MetaTool's shape, not a sweep's
+outcome. Its prompt ids and expected tools are MetaTool's own (/work/shared/benchmarks/
+metatool, or $MYTHLOOP_METATOOL: 1,989 train queries learned, 374 dev queries held out, 199
+tools), with 3 conditions x 1 replicate x 4 rounds, a top 10 per prompt per round (rank of
+the expected tool drawn at random, seeded) and one learning turn per train query per round:
+the rows the analysis reads at benchmark size (~280,000 measurement rows, ~24,000 turns).
+Each analysis runs in its own process (the base commit's `mythloop` package from `git
+archive`); printed: CPU seconds and wall of each, their ratio, peak RSS, the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
+CONDITIONS = ("c0", "c3", "c4")
+ROUNDS = 4
+SEED = 20240917
+
+
+def build(root: Path) -> dict:
+    """Write the synthetic results dir; returns its size."""
+    train = json.loads((METATOOL / "train.json").read_text(encoding="utf-8"))
+    dev = json.loads((METATOOL / "dev.json").read_text(encoding="utf-8"))
+    tools = sorted(p.name for p in (METATOOL / "pool").iterdir() if p.is_dir())
+    prompts = [(q["id"], "normal", q["expected"]) for q in train] + \
+              [(q["id"], "heldout", q["expected"]) for q in dev]
+    rng = random.Random(SEED)
+    root.mkdir(parents=True)
+    (root / "sweep.json").write_text(json.dumps({
+        "sweep_id": "synthetic-metatool-shape", "conditions": list(CONDITIONS),
+        "rounds": ROUNDS, "replicates": 1, "judge": "synthetic (no judge: rows drawn at random)",
+        "simulated": True, "pool": str(METATOOL / "pool"), "seed": SEED,
+        "replicate_seeds": {"1": SEED}}), encoding="utf-8")
+    rows = turns = 0
+    for cond in CONDITIONS:
+        box = root / f"{cond}-rep1"
+        box.mkdir()
+        with open(box / "turns.jsonl", "w", encoding="utf-8") as tf:
+            for r in range(ROUNDS):
+                with open(box / f"round_{r}.jsonl", "w", encoding="utf-8") as rf:
+                    for pid, kind, gold in prompts:
+                        others = rng.sample(tools, 11)
+                        ranked = [t for t in others if t != gold][:10]
+                        gold_rank = rng.randint(1, 12)  # 11-12: outside the top 10
+                        if gold_rank <= 10:
+                            ranked[gold_rank - 1] = gold
+                        for rank, name in enumerate(ranked, start=1):
+                            rf.write(json.dumps({
+                                "round": r, "cond": cond, "replicate": 1, "prompt_id": pid,
+                                "prompt_kind": kind, "expected_skill": gold,
+                                "poisoned_twin": None, "rank": rank, "skill_name": name,
+                                "tier": None, "score": round(1 - rank / 20, 6),
+                                "status": "active"}) + "\n")
+                            rows += 1
+                        if kind == "normal":
+                            tf.write(json.dumps({
+                                "round": r, "cond": cond, "replicate": 1, "prompt_id": pid,
+                                "prompt_kind": kind, "expected_skill": gold, "status": "ok",
+                                "ranked_top5": ranked[:5], "applied": [
+                                    {"name": ranked[0], "verdict": "HELPFUL", "tier": None}]})
+                                     + "\n")
+                            turns += 1
+    return {"measurement_rows": rows, "turns": turns, "prompts": len(prompts)}
+
+
+_CHILD = """
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+from mythloop.analysis import analyze
+c0 = time.process_time()
+analyze(sys.argv[1])
+print(json.dumps({"analyze_cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "load": os.getloadavg()[0]}))
+"""
+
+
+def _run(package_root: Path, results: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(package_root), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(results)], env=env, cwd="/",
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="ee324ff", help="the commit to compare with")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="build the synthetic dir here and keep it")
+    args = parser.parse_args()
+    if not (METATOOL / "train.json").is_file():
+        sys.exit(f"{METATOOL} holds no train.json (set MYTHLOOP_METATOOL)")
+    work = Path(tempfile.mkdtemp(prefix="mythloop-analyze-speed-"))
+    try:
+        base_pkg = work / "base"
+        base_pkg.mkdir()
+        archive = subprocess.run(["git", "archive", args.base, "mythloop"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base_pkg)], input=archive, check=True)
+        src = args.keep or work / "synthetic"
+        size = build(src)
+        dirs = {"base": work / "a", "this": work / "b"}
+        for d in dirs.values():
+            shutil.copytree(src, d)
+        runs: dict[str, list[dict]] = {"base": [], "this": []}
+        load_start = os.getloadavg()
+        for _ in range(args.repeats):  # interleaved: both see the same machine
+            runs["base"].append(_run(base_pkg, dirs["base"]))
+            runs["this"].append(_run(REPO, dirs["this"]))
+        best = {k: min(r["analyze_cpu_s"] for r in v) for k, v in runs.items()}
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                                capture_output=True, text=True).stdout.strip()
+        print(json.dumps({"synthetic": True, "size": size, "base": args.base, "runs": runs,
+                          "commit": commit,
+                          "best_cpu_s": best, "ratio_this_over_base": best["this"] / best["base"],
+                          "load_start": load_start, "load_end": os.getloadavg(),
+                          "metrics_json_mb": {k: (d / "metrics.json").stat().st_size / 1e6
+                                              for k, d in dirs.items()}}, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
