@@ -177,10 +177,9 @@ class CaptionLane:
         self.current = None
 
     def _make(self, text: str, color=None):
-        kwargs = {"font_size": self.font_size}
-        if (color or self.color) is not None:
-            kwargs["color"] = color or self.color
-        mob = Text(text, **kwargs)
+        colour = color or self.color
+        mob = Text(text, font_size=self.font_size) if colour is None else \
+            Text(text, font_size=self.font_size, color=colour)
         setattr(mob, LANE_TAG, "caption")
         xmin, ymin, xmax, ymax = caption_lane_box()
         if mob.width > xmax - xmin:
