@@ -208,6 +208,9 @@ class _FilmScenes:
         if self.request.layout_repair and self.rules.offline:
             say("[film] --layout-repair: the offline stand-ins are no model and repair "
                 "nothing; layout findings stay warnings")
+        elif self.request.layout_repair and self.request.backend == "replay":
+            say("[film] --layout-repair: replay has no model; only repairs its cassettes "
+                "recorded are replayed, other layout findings stay warnings")
         self.session.manifest.update(render_workers=workers)
         failures: list[SceneFailed] = []
         with TaskPool(workers) as pool:
@@ -324,8 +327,7 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
             if step.action == "accept_then_repair" and good is not None:
                 unavailable = scenes.session.repair_unavailable(unit.index, attempt + 1)
                 if unavailable:  # say so in one line; the scene keeps its video
-                    say(f"[film] layout-{unit.label}{suffix} -> not repaired: {unavailable}; "
-                        "the findings above stay warnings")
+                    book.unrepaired(unit, good, unavailable)
                     return
                 layout_repaired = True
                 step = Step("repair", why=good.finding, kind="layout")

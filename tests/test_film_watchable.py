@@ -120,4 +120,5 @@ def test_layout_findings_without_a_model_are_warnings_and_say_so(tmp_path, monke
     assert len(warnings) == 1 and "far too far right" in warnings[0]
     said = [ln for ln in out.splitlines() if "not repaired" in ln]
     assert len(said) == 1 and "no recorded repair-scene-03-1" in said[0]
+    assert manifest["warnings"] == [said[0].removeprefix("[film] ")]
     assert "MissingCassette" not in out
