@@ -205,6 +205,12 @@ class _FilmScenes:
         """Each scene a `scene` task run on the task runner; collected as they end."""
         workers = max(1, min(self.workers, len(self.units)))
         say(f"[film] rendering {len(self.units)} scene(s), {workers} at a time")
+        if self.request.layout_repair and self.rules.offline:
+            say("[film] --layout-repair: the offline stand-ins are no model and repair "
+                "nothing; layout findings stay warnings")
+        elif self.request.layout_repair and self.request.backend == "replay":
+            say("[film] --layout-repair: replay has no model; only repairs its cassettes "
+                "recorded are replayed, other layout findings stay warnings")
         self.session.manifest.update(render_workers=workers)
         failures: list[SceneFailed] = []
         with TaskPool(workers) as pool:
@@ -319,6 +325,10 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
             if step.action == "accept":
                 return
             if step.action == "accept_then_repair" and good is not None:
+                unavailable = scenes.session.repair_unavailable(unit.index, attempt + 1)
+                if unavailable:  # say so in one line; the scene keeps its video
+                    book.unrepaired(unit, good, unavailable)
+                    return
                 layout_repaired = True
                 step = Step("repair", why=good.finding, kind="layout")
         if step.action == "keep" and good is not None:
@@ -361,9 +371,11 @@ def _say_rendered(unit: SceneUnit, suffix: str, ok: bool, cache: str, video: str
                   message: str, findings: list[Finding] | None) -> None:
     say(f"[film] render-{unit.label}{suffix} -> {'cached ' if cache == 'hit' else ''}"
         f"{video if ok else message}")
-    if ok and findings:
-        say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s): "
-            f"{findings[0].kind} {findings[0].what}")
+    if ok and findings:  # one warning line per finding: scene, scene time, what
+        say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s)")
+        for finding in findings:
+            say(f"[film] warning: layout {unit.label} t={finding.t:.1f}s {finding.kind}: "
+                f"{finding.what}")
 
 
 def _publish_summary(session: FilmSession) -> None:

@@ -119,13 +119,41 @@ def test_burnt_subtitles_change_the_picture(tmp_path):
     kinds = [s["codec_type"] for s in probe(burnt)["streams"]]
     assert kinds == ["video"]
 
-    def mean_luma(path: Path) -> float:
+    def bright_pixels(path: Path) -> int:
         raw = subprocess.run(["ffmpeg", "-v", "error", "-ss", "1", "-i", str(path), "-frames:v",
                               "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"],
                              capture_output=True, check=True).stdout
-        return sum(raw) / len(raw)
+        return sum(1 for value in raw if value > 128)
 
-    assert mean_luma(burnt) > mean_luma(video) + 0.5
+    assert bright_pixels(video) == 0 and bright_pixels(burnt) > 20  # the words are drawn
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("size", ["854x480", "1920x1080"])
+def test_burnt_subtitles_stay_in_the_band_scenes_keep_free(tmp_path, size):
+    """A long two-line cue burnt into an empty film draws only inside the bottom band that
+    the layout check treats as occupied (and scenekit's caption lane stays above)."""
+    import numpy as np
+
+    from mythloop.mythos.sandbox.layout import SUBTITLE_SHARE
+
+    width, height = (int(v) for v in size.split("x"))
+    video = tmp_path / "empty.mp4"
+    subprocess.run(["ffmpeg", "-y", "-v", "error", "-f", "lavfi", "-i",
+                    f"color=c=0x0c0c0b:s={size}:r=15:d=2", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", str(video)], check=True)
+    words = "the curvature of the temperature decides how fast each point of the rod cools"
+    srt, _ = write_subtitles(cues_for_scenes([SceneNarration(2.0, [f"{words}, {words}."])]),
+                             tmp_path / "film")
+    burnt = mux_film(video, tmp_path / "burnt.mp4", subtitles=srt, burn=True)
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-ss", "1", "-i", str(burnt), "-frames:v",
+                          "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+                         capture_output=True, check=True).stdout
+    frame = np.frombuffer(raw, np.uint8).reshape(height, width)
+    rows = np.nonzero((frame > 80).sum(axis=1) > 2)[0]
+    assert len(rows) > 0.03 * height  # the subtitle is there (two lines of text)
+    assert rows.min() >= (1 - SUBTITLE_SHARE) * height, (rows.min(), height)
+    assert rows.max() < height - 1  # and not cut by the bottom edge
 
 
 @needs_ffmpeg

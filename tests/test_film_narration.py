@@ -43,7 +43,7 @@ def _recorded_scenes(topic_dir: str):
 def _on_screen_words(code: str) -> set[str]:
     """Content words of the texts a scene brings on screen (captions, headlines, Text), not
     the declared state it starts from (declare_title/declare_caption: the previous scene's)."""
-    texts = re.findall(r'(?:self\.caption|self\.headline|\bText)\(\s*"([^"]+)"', code)
+    texts = re.findall(r'(?:self\.caption|self\.(?:next_)?headline|\bText)\(\s*"([^"]+)"', code)
     return {w for t in texts for w in _WORD.findall(t.lower()) if w not in _STOP}
 
 

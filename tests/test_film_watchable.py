@@ -96,3 +96,29 @@ def test_layout_findings_get_one_scoped_repair(tmp_path, monkeypatch):
     assert third["layout"] == [] and third["ok"] is True
     assert "2 * RIGHT" in (Path(third["file"])).read_text()
     assert json.loads(json.dumps(manifest["subtitles"]))["soft_track"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_layout_findings_without_a_model_are_warnings_and_say_so(tmp_path, monkeypatch, capsys):
+    """A replay holding no repair for the findings: one warning line per finding and one line
+    saying no model can repair; the film finishes with the scene's video (no MissingCassette)."""
+    topic = "tiny scenes layout unrepaired"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_2_FIXED,
+        scenes=(SCENE_1, SCENE_2_FIXED, SCENE_3_OFF_FRAME), repaired="scene-02")))
+    state = _film(FilmRequest(prompt=topic, backend="replay", render=True, layout_repair=True,
+                              runs_dir=tmp_path / "runs"))
+    assert state.is_completed(), state.message
+    manifest = _manifest(state.result().run_dir)
+    assert not manifest.get("repairs")
+    third = manifest["scenes"][2]
+    assert third["ok"] is True and [f["kind"] for f in third["layout"]] == ["off_frame"]
+    out = capsys.readouterr().out
+    warnings = [ln for ln in out.splitlines() if ln.startswith("[film] warning: layout")]
+    assert warnings == [ln for ln in warnings if "scene-03 t=" in ln and "off_frame" in ln]
+    assert len(warnings) == 1 and "far too far right" in warnings[0]
+    said = [ln for ln in out.splitlines() if "not repaired" in ln]
+    assert len(said) == 1 and "no recorded repair-scene-03-1" in said[0]
+    assert manifest["warnings"] == [said[0].removeprefix("[film] ")]
+    assert "MissingCassette" not in out

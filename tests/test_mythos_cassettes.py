@@ -71,9 +71,15 @@ def test_recorded_code_implements_the_scene_spec(slug):
         result = verify_scene(code)
         assert result.ok, f"{key}: {result.reason}"
         assert "set_camera_orientation(phi=0 * DEGREES, theta=-90 * DEGREES)" in code
-        assert re.search(r"move_camera\(.*zoom=2\.[0-9]", code)
+        assert re.search(r"zoom_to_fit\(.*max_zoom=2\.[0-9]", code)  # zoom 2-3, formula in frame
         assert re.search(r"\b(font_)?size=64\b", code) and "font_size=30" in code  # headline, caption
         assert all(color in code for color in PALETTE)
+        # the layout-safe way: one caption lane, fitted formulas, captions cleared at the end
+        assert "from mythloop.scenekit import" in split_film(code).header
+        assert "CaptionLane(self" in code and "to_edge(DOWN" not in code
+        for unit in units:
+            assert "end_scene(self, self.lane)" in unit.code, unit.name
+            assert "declare_caption" not in unit.code  # captions never carry over
 
 
 @pytest.mark.parametrize("slug", TOPICS)

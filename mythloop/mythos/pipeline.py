@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mythloop.data import data_path
 from mythloop.fileio import write_json_atomic, write_text_atomic
 from mythloop.llm import FallbackLadder, get_backend
+from mythloop.llm.replay import cassette_path
 from mythloop.mythos.code.extract import ExtractionError, extract_json_object, extract_python_block
 from mythloop.mythos.code.extract import find_scene_class as _find_scene_class
 from mythloop.mythos.code.scenes import FilmSplitError, scene_from_reply, split_film
@@ -76,6 +78,20 @@ class FilmSession:
         if switches:
             self.manifest.update(model=self.model_label, model_fallbacks=list(switches))
         return completion
+
+    def repair_unavailable(self, index: int, attempt: int) -> str | None:
+        """Why no model can make repair `attempt` of scene `index` (None: one can be asked):
+        the offline stand-ins repair nothing, and a replay answers only what its cassettes
+        recorded (a layout repair of findings nobody recorded has no answer)."""
+        if self.request.backend == "offline":
+            return "the offline stand-ins are no model and repair nothing"
+        cassette_dir = getattr(self.backend, "cassette_dir", None)
+        topic = getattr(self.backend, "topic", None)
+        if self.request.backend == "replay" and cassette_dir is not None and topic:
+            key = f"repair-scene-{index:02d}-{attempt}"
+            if not cassette_path(cassette_dir, topic, key).is_file():
+                return f"the replay cassettes hold no recorded {key} and no model is there"
+        return None
 
     # --- reasoning stages ------------------------------------------------------------
     def run_stage(self, slug: str, input_artifact: dict) -> StageOutcome:
@@ -197,9 +213,24 @@ def cache_basis(step: str, input_obj: object, request: FilmRequest) -> str:
     payload = json.dumps({"step": step, "charter": charter, "system": system_prompt(),
                           "input": input_obj, "backend": request.backend,
                           "model": request.model, "topic": request.prompt
-                          if request.backend == "replay" else None},
+                          if request.backend == "replay" else None,
+                          "recording": _recording_digest(request, step)},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _recording_digest(request: FilmRequest, step: str) -> str | None:
+    """With replay, the sha256 of the cassette that answers `step` (a re-recorded cassette
+    is a new answer, not a cached one); None otherwise or when there is none."""
+    if request.backend != "replay":
+        return None
+    folder = os.environ.get("MYTHLOOP_CASSETTE_DIR")
+    path = cassette_path(Path(folder) if folder else data_path("fixtures", "cassettes"),
+                         request.prompt, step)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def open_session(request: FilmRequest, *, flow_run_id: str | None = None) -> FilmSession:

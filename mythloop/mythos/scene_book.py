@@ -135,6 +135,15 @@ class SceneBook:
             self.session.manifest.append("warnings", line)
         self.say(f"[film] warning: {line}")
 
+    def unrepaired(self, unit: SceneUnit, good: Good, reason: str) -> None:
+        """Layout findings no model can repair (offline, or a replay without the recording):
+        the scene keeps its video; the manifest's warnings and one line say why."""
+        line = (f"{unit.label} ({unit.name}): {len(good.findings or [])} layout finding(s) not "
+                f"repaired: {reason}; the scene keeps its video ({good.version})")
+        with self.lock:
+            self.session.manifest.append("warnings", line)
+        self.say(f"[film] {line}")
+
     def give_up(self, unit: SceneUnit, step: Step, path: Path, error: str) -> SceneFailed:
         """The scene fails (`step` from the policy); its record says why. Returns the error
         to raise."""

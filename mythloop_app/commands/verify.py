@@ -51,21 +51,27 @@ def render(
     out: Path | None = typer.Option(None, "--out", help="Render dir, any folder you can write "
                                     "(default: a fresh folder under the state dir)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
+    layout: bool = typer.Option(False, "--layout", help="Also run the film's layout check "
+                                "(text off-frame, cut by a zoom, overlapping, too small, in the "
+                                "subtitle band, a caption left at the end) and list its "
+                                "findings."),
+    strict: bool = typer.Option(False, "--strict", help="With --layout: exit 1 when there is "
+                                "a finding."),
 ) -> None:
     """Render a file's scenes in the sandbox; print each output's path (an mp4, or
     `image: PATH` for a still scene), or one line saying what went wrong.
 
     While it runs, progress lines go to stderr (one per animation); stdout holds the result.
+    With --layout, one line per layout finding follows (`layout: SCENE t=...s KIND ...`)
+    and a count; they exit 0 unless --strict.
     """
-    from mythloop.mythos.sandbox.render import (
-        render_scene,
-        scene_names,
-        syntax_problem,
-        top_level_names,
-    )
+    from mythloop.mythos.sandbox.render import scene_names, syntax_problem, top_level_names
     from mythloop.vocab import QUALITIES
 
     code = _read(file)
+    if strict and not layout:
+        typer.echo("error: --strict judges the layout findings; pass --layout with it", err=True)
+        raise typer.Exit(2)
     if quality not in QUALITIES:
         typer.echo(f"error: -q must be one of {', '.join(QUALITIES)}, not {quality!r}", err=True)
         raise typer.Exit(2)
@@ -82,22 +88,63 @@ def render(
     def progress(line: str) -> None:
         typer.echo(line, err=True)
 
+    names = [scene] if scene else scene_names(code)
+    if layout and len(names) > 1:  # the probe records one scene per render
+        results = []
+        for name in names:  # one render each, into its own folder
+            results.append((name, _render(file, name, quality, timeout,
+                                          out / name if out else None, quiet, progress,
+                                          layout=True)))
+            if not results[-1][1].ok:
+                break
+    else:
+        results = [(names[0] if len(names) == 1 else "",
+                    _render(file, scene, quality, timeout, out, quiet, progress, layout))]
+    failed = next((r for _, r in results if not r.ok), None)
+    for _, result in results:
+        for output in result.outputs if result.ok else ():
+            typer.echo(output.path if output.kind == "video" else f"image: {output.path}")
+    if failed is None:
+        if layout:
+            _print_findings(results, strict)
+        return
+    result = failed
+    log = f" [log: {result.log_path}]" if result.log_path else ""
+    typer.echo(f"render failed ({result.kind}): {result.message}{log}")
+    raise typer.Exit(1)
+
+
+def _render(file: Path, scene: str | None, quality: str, timeout: float | None,
+            out: Path | None, quiet: bool, progress, layout: bool):
+    from mythloop.mythos.sandbox.render import render_scene
     from mythloop_app.commands.runtime import resume_command, stop_signals
 
     try:  # SIGTERM is Ctrl-C: the sandboxed render and its sessions end with this command
         with stop_signals(resume_command()):
-            result = render_scene(file, scene=scene, quality=quality, timeout=timeout,
-                                  out_dir=out, progress=None if quiet else progress)
+            return render_scene(file, scene=scene, quality=quality, timeout=timeout,
+                                out_dir=out, progress=None if quiet else progress,
+                                layout=layout)
     except OSError as exc:
         typer.echo(f"error: cannot use the render dir: {exc}", err=True)
         raise typer.Exit(2) from None
-    if result.ok:
-        for output in result.outputs:
-            typer.echo(output.path if output.kind == "video" else f"image: {output.path}")
-        return
-    log = f" [log: {result.log_path}]" if result.log_path else ""
-    typer.echo(f"render failed ({result.kind}): {result.message}{log}")
-    raise typer.Exit(1)
+
+
+def _print_findings(results, strict: bool) -> None:
+    """One line per layout finding, then the count; exit 1 with --strict when any."""
+    total = 0
+    for name, result in results:
+        findings = result.layout_findings
+        if findings is None:
+            typer.echo(f"layout: {name or 'scene'}: no layout record (the probe did not run)")
+            continue
+        for finding in findings:
+            typer.echo(f"layout: {name or 'scene'} {finding.line()}")
+        total += len(findings)
+    typer.echo(f"layout: {total} finding(s)" + (
+        "; mythloop.scenekit (CaptionLane, fit, zoom_to_fit, end_scene) keeps a scene clear"
+        if total else ""))
+    if total and strict:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,7 @@ class Clean(Scene):
         self.play(Write(title))
         self.play(Write(eq))
         self.wait(0.5)
-        cap = Text("heat flows from hot to cold", font_size=28).to_edge(DOWN)
+        cap = Text("heat flows from hot to cold", font_size=28).to_edge(DOWN, buff=1.5)
         self.play(FadeIn(cap))
         self.wait(0.5)
 
@@ -32,7 +32,7 @@ class Clean(Scene):
 class OffFrame(Scene):
     def construct(self):
         eq = MathTex(r"u_t = \alpha u_{xx}", font_size=72).shift(RIGHT * 7)
-        small = Text("tiny footnote", font_size=10).to_edge(DOWN)
+        small = Text("tiny footnote", font_size=10).to_edge(DOWN, buff=1.5)
         a = Text("overlapping A", font_size=36)
         b = Text("overlapping B", font_size=36).shift(0.1 * DOWN)
         self.play(FadeIn(eq), FadeIn(small), FadeIn(a), FadeIn(b))
@@ -48,7 +48,7 @@ class Zoomed(ThreeDScene):
         self.wait(0.5)
         self.remove(wide)
         eq = MathTex(r"E = mc^2", font_size=48).shift(RIGHT * 3.5)
-        cap = Text("fixed caption", font_size=28).to_edge(DOWN)
+        cap = Text("fixed caption", font_size=28).to_edge(DOWN, buff=1.5)
         self.add_fixed_in_frame_mobjects(cap)
         self.play(FadeIn(eq), FadeIn(cap))
         self.wait(0.5)
@@ -58,10 +58,10 @@ class CrossFade(Scene):
     """A caption cross-fades into the next in the same place: mid-fade both are on screen."""
 
     def construct(self):
-        first = Text("the first caption here", font_size=30).to_edge(DOWN)
+        first = Text("the first caption here", font_size=30).to_edge(DOWN, buff=1.5)
         self.play(FadeIn(first))
         self.wait(0.5)
-        second = Text("a second caption there", font_size=30).to_edge(DOWN)
+        second = Text("a second caption there", font_size=30).to_edge(DOWN, buff=1.5)
         self.play(FadeIn(second), FadeOut(first), run_time=0.6)
         self.wait(0.5)
 
@@ -70,10 +70,10 @@ class OneAfterAnother(Scene):
     """The same captions, the first gone before the second comes: never both at once."""
 
     def construct(self):
-        first = Text("the first caption here", font_size=30).to_edge(DOWN)
+        first = Text("the first caption here", font_size=30).to_edge(DOWN, buff=1.5)
         self.play(FadeIn(first))
         self.wait(0.5)
-        second = Text("a second caption there", font_size=30).to_edge(DOWN)
+        second = Text("a second caption there", font_size=30).to_edge(DOWN, buff=1.5)
         self.play(FadeOut(first), run_time=0.3)
         self.play(FadeIn(second), run_time=0.3)
         self.wait(0.5)

@@ -16,6 +16,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from mythloop.mythos.code.extract import base_class_name
 from mythloop.mythos.code.safe_ast import parse
@@ -154,9 +155,18 @@ def manim_version() -> str:
         return "unknown"
 
 
+def _scenekit_source() -> str:
+    """The source of mythloop.scenekit (read, not imported: it imports manim)."""
+    return (Path(__file__).resolve().parents[2] / "scenekit.py").read_text(encoding="utf-8")
+
+
 def scene_cache_key(header: str, scene_code: str, quality: str, scene_name: str) -> str:
-    """What a scene video depends on: its code, the shared header, quality, Manim version."""
+    """What a scene video depends on: its code, the shared header, quality, Manim version,
+    and the layout helpers (mythloop.scenekit) when the scene imports them."""
     digest = hashlib.sha256()
-    for part in (header, scene_code, quality, scene_name, manim_version()):
+    parts = [header, scene_code, quality, scene_name, manim_version()]
+    if "mythloop.scenekit" in header + scene_code:
+        parts.append(_scenekit_source())
+    for part in parts:
         digest.update(part.encode("utf-8") + b"\x00")
     return digest.hexdigest()

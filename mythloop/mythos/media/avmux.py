@@ -19,7 +19,7 @@ from mythloop.fileio import replacing
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
            "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time",
-           "concat_videos"]
+           "concat_videos", "BURNT_STYLE", "burnt_band_share"]
 
 _AUDIO_RATE = 22050  # espeak-ng's rate; every clip is brought to it so concat needs no re-encode
 
@@ -169,6 +169,22 @@ def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# Burnt subtitles sit in the bottom band scenes keep free (layout.SUBTITLE_SHARE of the
+# frame height; mythloop.scenekit's caption lane sits above it): libass scales an SRT to a
+# 288-unit-high script, so two lines of 12-unit text with a 3-unit margin fit in 46 units.
+_SCRIPT_HEIGHT = 288
+BURNT_FONT_SIZE = 12
+BURNT_MARGIN_V = 3
+BURNT_STYLE = (f"Fontsize={BURNT_FONT_SIZE},MarginV={BURNT_MARGIN_V},Alignment=2,"
+               "Outline=1,Shadow=0,BorderStyle=1")
+
+
+def burnt_band_share(lines: int = 2) -> float:
+    """The share of the frame height that `lines` burnt subtitle lines take, margin included
+    (1.2 line height per font unit)."""
+    return (BURNT_MARGIN_V + lines * 1.2 * BURNT_FONT_SIZE) / _SCRIPT_HEIGHT
+
+
 def mux_film(video: Path, out: Path, *, audio: Path | None = None,
              subtitles: Path | None = None, burn: bool = False) -> Path:
     """`video` plus an AAC audio track and subtitles: a soft mov_text track, or burnt into
@@ -183,7 +199,8 @@ def mux_film(video: Path, out: Path, *, audio: Path | None = None,
     if subtitles and burn:
         # The subtitles filter parses its argument: run beside the file, name it bare.
         cwd = subtitles.parent
-        codecs += ["-vf", f"subtitles={subtitles.name}", "-c:v", "libx264",
+        codecs += ["-vf", f"subtitles={subtitles.name}:force_style='{BURNT_STYLE}'",
+                   "-c:v", "libx264",
                    "-pix_fmt", "yuv420p"]
     else:
         codecs += ["-c:v", "copy"]

@@ -18,7 +18,16 @@ turns that record into findings a person would notice on screen:
 - overlap: two texts/formulas cover each other (their boxes share more than 15% of the
   smaller one's area), at a beat end or mid-animation (a caption cross-fading into the next);
 - too_small: a text line is shorter than 14 pixels (from "H" to "g") at the render's
-  quality, hard to read on a laptop screen.
+  quality, hard to read on a laptop screen;
+- subtitle_band: a text/formula enters the bottom SUBTITLE_SHARE of the frame, the band
+  burnt subtitles take (`--burn-subtitles`): the band counts as occupied in every film;
+- caption_left: a caption of `mythloop.scenekit`'s caption lane is still on screen at the
+  scene's end (the next scene would start under it, or the held last frame keeps it while
+  the next sentence is spoken); `end_scene` clears it.
+
+`mythloop.scenekit` is the layout-safe way to write a scene (a caption lane above the
+subtitle band, `fit` into the safe area, `zoom_to_fit`, `end_scene`); its lanes are the ones
+this check assumes (SUBTITLE_SHARE is the same number in both modules).
 
 Findings go into the film manifest, and with `--layout-repair` into one scoped repair of
 the scene with the findings as the error.
@@ -40,14 +49,18 @@ from mythloop import procs
 
 __all__ = ["Finding", "FindingKind", "PlannedZoom", "ZoomWindow", "check_layout",
            "findings_table", "format_findings", "planned_zooms", "scene_zooms", "zoom_windows",
-           "probe_source", "probe_scene", "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE"]
+           "probe_source", "probe_scene", "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE",
+           "SUBTITLE_SHARE"]
 
 MIN_EM_PX = 14.0
 MAX_OVERLAP = 0.15
 EDGE_TOLERANCE = 0.01
 CENTRED = 0.25  # a zoom frames a target whose centre lies within this share of the frame size
 
-FindingKind = Literal["off_frame", "clipped", "overlap", "too_small"]
+SUBTITLE_SHARE = 0.16  # bottom share of the frame height burnt subtitles take (scenekit's)
+
+FindingKind = Literal["off_frame", "clipped", "overlap", "too_small", "subtitle_band",
+                      "caption_left"]
 
 
 class Finding(BaseModel):
@@ -307,6 +320,17 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
                 edges = ", ".join(f"{d:.2f} units past the {edge} edge"
                                   for edge, d in sorted(over.items()))
                 add("off_frame", snap, f"{item['kind']} '{item['label']}'", edges)
+            band_top = -half_h + SUBTITLE_SHARE * height
+            if rest and item["box"][1] < band_top - tol_h and item["box"][3] > -half_h \
+                    and not _gone(item["box"], half_w, half_h):
+                add("subtitle_band", snap, f"{item['kind']} '{item['label']}'",
+                    f"reaches {band_top - item['box'][1]:.2f} units into the bottom "
+                    f"{100 * SUBTITLE_SHARE:.0f}% of the frame, where burnt subtitles go; "
+                    "keep it above (mythloop.scenekit's caption lane and fit do)")
+            if snap["at"] == "end" and item.get("lane") == "caption":
+                add("caption_left", snap, f"{item['kind']} '{item['label']}'",
+                    "the caption is still on screen at the scene's end; clear it "
+                    "(mythloop.scenekit.end_scene) so it leaves with its scene")
             if rest and item.get("em_px", MIN_EM_PX) < MIN_EM_PX:
                 add("too_small", snap, f"{item['kind']} '{item['label']}'",
                     f"{item['em_px']:.0f} px tall at {record.get('pixel_height', '?')}p "
@@ -343,7 +367,8 @@ def format_findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return ""
     return ("Layout check of the rendered scene (keep every text and formula inside the frame, "
-            "apart from each other, and at least font_size 24 at 480p):\n"
+            "apart from each other, above the subtitle band, and at least font_size 24 at "
+            "480p; mythloop.scenekit's CaptionLane, fit, zoom_to_fit and end_scene do this):\n"
             + "\n".join(f"- {f.line()}" for f in findings))
 
 

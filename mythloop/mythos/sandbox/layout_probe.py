@@ -19,7 +19,8 @@ import os
 
 _EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
 SAMPLE_S = 0.25  # seconds of animation between two samples taken during a play
-PROBE_VERSION = 3  # 2: samples during animations; 3: their scene time counted once
+PROBE_VERSION = 4  # 2: samples during animations; 3: their scene time counted once;
+#                   4: lane captions (mythloop.scenekit) tagged
 
 
 def install(out_path: str) -> None:
@@ -126,6 +127,9 @@ def install(out_path: str) -> None:
                 "em_px": round(em_units * px_per_unit, 2),
                 "zoom": round(zoom, 3),
             }
+            lane = getattr(mob, "mythloop_lane", None)  # mythloop.scenekit's caption lane
+            if isinstance(lane, str):
+                item["lane"] = lane[:20]
             if item["kind"] == "math":
                 parts = parts_of(mob, project)
                 if parts:

@@ -10,6 +10,7 @@ import re
 
 __all__ = [
     "ALLOWED_IMPORT_ROOTS",
+    "SCENE_HELPERS",
     "FORBIDDEN_MODULE_PATHS",
     "DANGEROUS_MODULE_NAMES",
     "FORBIDDEN_BUILTINS",
@@ -33,6 +34,14 @@ ALLOWED_IMPORT_ROOTS = frozenset({
     "typing", "__future__", "dataclasses", "enum", "collections", "fractions",
     "decimal", "statistics", "copy", "abc", "numbers",
 })
+
+# Project modules a scene may import names from (`from M import name`, those names only):
+# mythloop.scenekit, the layout-safe caption lane / safe-area fit / scene end (standard
+# library and manim only; the sandboxed render imports it from the installed package).
+SCENE_HELPERS: dict[str, frozenset[str]] = {
+    "mythloop.scenekit": frozenset({"CaptionLane", "fit", "zoom_to_fit", "end_scene",
+                                    "safe_area", "caption_lane_box", "subtitle_band_top"}),
+}
 
 # Dotted paths (prefixes) inside allowed packages that read/write files, run
 # processes, load code or evaluate strings.

@@ -160,6 +160,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             problem = self._module_problem(alias.name)
+            if alias.name in P.SCENE_HELPERS:
+                problem = (f"import names from {alias.name} instead: from {alias.name} import "
+                           + ", ".join(sorted(P.SCENE_HELPERS[alias.name])))
             if problem:
                 self.flag(node, problem)
             elif alias.asname:
@@ -173,6 +176,14 @@ class _Checker(ast.NodeVisitor):
             self.flag(node, "relative imports are not allowed in a scene")
             return
         module = node.module or ""
+        if module in P.SCENE_HELPERS:  # a project helper: its listed names, nothing else
+            for alias in node.names:
+                if alias.name in P.SCENE_HELPERS[module]:
+                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+                else:
+                    self.flag(node, f"'{alias.name}' is not one of {module}'s scene helpers ("
+                                    + ", ".join(sorted(P.SCENE_HELPERS[module])) + ")")
+            return
         problem = self._module_problem(module)
         if problem:
             self.flag(node, problem)

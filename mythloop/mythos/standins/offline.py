@@ -194,6 +194,7 @@ def offline_scene(topic: str = _DEFAULT_TOPIC) -> str:
     title = json.dumps(_safe_title(topic))
     opening = json.dumps(f"An offline rehearsal of a film about {_safe_title(topic)}.")
     return f'''from manim import *
+from mythloop.scenekit import CaptionLane, end_scene, fit, zoom_to_fit
 
 # Offline stand-in film: written by mythloop.mythos.standins.offline, not by a model.
 BG = "#0c0c0b"
@@ -211,6 +212,7 @@ class {OFFLINE_SCENE_NAME}Base(ThreeDScene):
     def open_scene(self):
         self.camera.background_color = BG
         self.set_camera_orientation(phi=0 * DEGREES, theta=-90 * DEGREES)
+        self.lane = CaptionLane(self, font_size=30, color=GRAY)
 
     def pinned(self, mob):
         self.add_fixed_in_frame_mobjects(mob)
@@ -230,7 +232,7 @@ class {OFFLINE_SCENE_NAME}Base(ThreeDScene):
         formula[0].set_color(CORAL)
         formula[2].set_color(BLUE)
         formula[4].set_color(OLIVE)
-        return formula
+        return fit(formula)
 
 
 class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
@@ -246,6 +248,7 @@ class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
         self.play(FadeIn(title), run_time=0.8)
         self.wait(0.6)
         self.play(title.animate.scale(0.5).to_edge(UP), run_time=0.6)
+        end_scene(self, self.lane)
 
 
 class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
@@ -257,10 +260,10 @@ class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
         self.open_scene()
         self.add(self.parked_title())
         formula = self.formula()
-        caption = self.pinned(Text("Offline stand-in: no model was called", font_size=30,
-                                   color=GRAY).to_edge(DOWN, buff=0.6))
-        self.play(Write(formula), FadeIn(caption), run_time=1.0)
+        self.play(Write(formula), run_time=1.0)
+        self.lane.show("Offline stand-in: no model was called")
         self.wait(0.6)
+        end_scene(self, self.lane)
 
 
 class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
@@ -272,13 +275,12 @@ class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
         self.open_scene()
         title = self.parked_title()
         formula = self.formula()
-        caption = self.pinned(Text("Offline stand-in: no model was called", font_size=30,
-                                   color=GRAY).to_edge(DOWN, buff=0.6))
-        self.add(title, formula, caption)
-        self.move_camera(frame_center=formula[0].get_center(), zoom=2.2, run_time=1.0)
+        self.add(title, formula)
+        self.lane.show("Offline stand-in: no model was called")
+        zoom_to_fit(self, formula, focus=formula[0], max_zoom=2.2, run_time=1.0)
         self.wait(0.6)
-        self.move_camera(frame_center=ORIGIN, zoom=1.0, run_time=0.8)
-        self.play(FadeOut(formula), FadeOut(caption), FadeOut(title), run_time=0.6)
+        zoom_to_fit(self, formula, zoom=1, run_time=0.8)
+        end_scene(self, self.lane)
 '''
 
 
