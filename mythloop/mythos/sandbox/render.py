@@ -44,6 +44,7 @@ from mythloop.mythos.code.safe_ast import parse
 from mythloop.mythos.sandbox import formula_cache, render_pool, stage_tree
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
+from mythloop.mythos.sandbox.sandbox_policy import SCENE_HELPERS
 from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES, RENDER_KINDS, RenderKind
@@ -129,6 +130,21 @@ def _python_roots(python: str) -> tuple[str, ...]:
     # the narrowest set: a folder inside another one listed is covered by it
     chosen = sorted(r for r in roots if os.path.isdir(r) and r != "/")
     return tuple(r for r in chosen if not any(r != o and r.startswith(o + "/") for o in chosen))
+
+
+@functools.cache
+def scene_helper_sources() -> dict[str, str]:
+    """The source of each project module a scene may import (sandbox_policy.SCENE_HELPERS,
+    e.g. `mythloop.scenekit`), by module name: the worker installs them itself, since the
+    render's view never holds the checkout an editable install points into."""
+    package_root = Path(__file__).resolve().parents[2]  # the `mythloop` package
+    sources = {}
+    for name in SCENE_HELPERS:
+        top, _, rest = name.partition(".")
+        if top == package_root.name:
+            sources[name] = (package_root / (rest.replace(".", "/") + ".py")).read_text(
+                encoding="utf-8")
+    return sources
 
 
 def sandbox_view(python: str, binds: list[tuple[str, str]]) -> list[str]:
@@ -630,7 +646,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if hooked:
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
         spec_worker = {"workdir": inner, "tools": TEX_TOOLS, "manim_argv": manim_argv,
-                       "progress": progress is not None, "tex_env": tex_env(inner)}
+                       "progress": progress is not None, "tex_env": tex_env(inner),
+                       "scene_helpers": scene_helper_sources()}
         if layout:
             spec_worker.update(layout_probe=probe_source(), layout_out=f"media/{_LAYOUT_FILE}")
         spec_worker["tex_socket"] = f"{inner}/{formula_cache.SOCKET_NAME}"

@@ -225,8 +225,29 @@ def _use_formula_cache(socket_path: str) -> None:
     tex_mobject.tex_to_svg_file = tex_to_svg_file
 
 
+def _install_helpers(helpers: dict[str, str]) -> None:
+    """Make the project's scene helpers (trusted source from mythloop, e.g.
+    `mythloop.scenekit`) importable by their names. The render's view holds no checkout
+    (an editable install's package lives there), so the parent passes their source."""
+    import types  # noqa: PLC0415
+
+    for name, source in helpers.items():
+        parent, _, leaf = name.rpartition(".")
+        if parent and parent not in sys.modules:
+            package = types.ModuleType(parent)
+            package.__path__ = []
+            sys.modules[parent] = package
+        module = types.ModuleType(name)
+        module.__file__ = f"<{name}>"
+        sys.modules[name] = module
+        exec(compile(source, f"{leaf}.py", "exec"), module.__dict__)  # noqa: S102
+        if parent:
+            setattr(sys.modules[parent], leaf, module)
+
+
 def run(spec: dict) -> None:
     """Install the guard, then run `manim` with the spec's arguments in this process."""
+    _install_helpers(spec.get("scene_helpers") or {})
     if spec.get("tex_socket"):
         _use_formula_cache(spec["tex_socket"])
     if spec.get("progress"):
