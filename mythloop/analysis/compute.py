@@ -10,6 +10,7 @@ from mythloop.analysis.metrics import (
     MISS_RANK,
     TIERS,
     VERDICTS,
+    cold_split_metrics,
     measurement_metrics,
     pair_details,
     turn_metrics,
@@ -46,9 +47,11 @@ def baseline_condition(conditions: list[str]) -> str | None:
 def _cells(results: SweepResults, threshold: float) -> Cells:
     """cond -> replicate -> round -> flat metrics of that cell."""
     cells: Cells = {}
+    cold = frozenset(results.sweep.cold_skills)
     for (cond, rep), box in sorted(results.sandboxes.items()):
         for round_idx in results.rounds:
             metrics = measurement_metrics(box.rounds.get(round_idx, []), results.prompts, threshold)
+            metrics.update(cold_split_metrics(box.rounds.get(round_idx, []), results.prompts, cold))
             metrics.update(turn_metrics(box.turns_of_round(round_idx), results.prompts))
             cells.setdefault(cond, {}).setdefault(rep, {})[round_idx] = metrics
     return cells

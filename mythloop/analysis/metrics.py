@@ -30,6 +30,7 @@ __all__ = [
     "GAP_CENSOR_EPS",
     "GROUPS",
     "MISS_RANK",
+    "cold_split_metrics",
     "TIERS",
     "VERDICTS",
     "measurement_metrics",
@@ -220,6 +221,26 @@ def measurement_metrics(
             _abstention("null", [ranked_by_prompt.get(i.prompt_id, {}) for i in nulls], threshold)
         )
     out.update(_status_counts(rows))
+    return out
+
+
+def cold_split_metrics(
+    rows: list[dict[str, Any]], prompts: dict[str, PromptInfo], cold: frozenset[str]
+) -> Metrics:
+    """Held-out ranking metrics split by the expected skill: `heldout_warm.*` for skills the
+    sweep learned about, `heldout_cold.*` for the skills it held back (--cold-skills); {}
+    when the round has no rows or the sweep held back no skill."""
+    if not rows or not cold:
+        return {}
+    ranked_by_prompt = _by_prompt(rows)
+    out: Metrics = {}
+    for part, is_cold in (("warm", False), ("cold", True)):
+        members = [info for info in prompts.values() if info.kind == "heldout"
+                   and info.expected_skill and (info.expected_skill in cold) == is_cold]
+        if members:
+            out.update(_ranking_metrics(f"heldout_{part}", [
+                _rank_of(ranked_by_prompt.get(info.prompt_id, {}), info.expected_skill)
+                for info in members]))
     return out
 
 
