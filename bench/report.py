@@ -443,6 +443,50 @@ of the sweep table).
 """
 
 
+def _cold_skills(path: Path | None = None) -> list[str]:
+    """Cold skills on MetaTool (issue 40): the recorded sweeps and the replica's variants
+    (bench/metatool_cold.py -> bench/metatool_cold.json)."""
+    path = path or Path(__file__).with_name("metatool_cold.json")
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = ["", "## Cold skills on MetaTool (bench/metatool_cold.py)", "",
+           "A fifth of the 199 tools held back by a hash of the name (`--cold-skills 0.2`, seed "
+           "42: 45 tools); their train queries never learned from (or, with `--add-skills-at "
+           "2`, the tools join the pool at round index 2 and are learned from from then on). Dev "
+           "queries split by the right tool: warm (329) and cold (45 tools' queries). Simulated "
+           "judge (no model), noise 0.2, one replicate. hit@1 / hit@5 per round "
+           "(docs/blend.md, \"Cold skills\")."]
+    for label, sweep in data.get("sweeps", {}).items():
+        conds = list(sweep["rounds"])
+        head = "| round | " + " | ".join(f"{c.upper()} warm | {c.upper()} cold" for c in conds) + " |"
+        out += ["", f"**{label}** (commit {sweep['commit']}, wall {sweep['wall_s']} s, load "
+                    f"average {sweep['load']}):", "", f"`{sweep['command']}`", "", head,
+                "|---|" + "---|---|" * len(conds)]
+        for i, row in enumerate(sweep["rounds"][conds[0]]):
+            cells = []
+            for c in conds:
+                r = sweep["rounds"][c][i]
+                cells += [f"{r.get('warm hit@1', 0):.3f} / {r.get('warm hit@5', 0):.3f}",
+                          f"{r.get('cold hit@1', 0):.3f} / {r.get('cold hit@5', 0):.3f}"]
+            out.append(f"| {row['round']} | " + " | ".join(cells) + " |")
+    replica = data.get("replica")
+    if replica:
+        out += ["", "The in-memory replica (bench/metatool_cold.py, two judge seeds), last round "
+                    "(index 3), warm / cold hit@1 / hit@5:", "",
+                "| variant | " + " | ".join(replica) + " |", "|---|" + "---|" * len(replica)]
+        variants = [k for k in next(iter(replica.values())) if k not in ("cold_tools", "data")]
+        for v in variants:
+            cells = []
+            for scenario in replica.values():
+                last = scenario[v][-1]
+                cold = (f"; {last['cold']['hit@1']:.3f} / {last['cold']['hit@5']:.3f}"
+                        if scenario.get("cold_tools") else " (all dev)")
+                cells.append(f"{last['warm']['hit@1']:.3f} / {last['warm']['hit@5']:.3f}{cold}")
+            out.append(f"| {v} | " + " | ".join(cells) + " |")
+    return out
+
+
 def _noise_study(path: Path | None = None) -> list[str]:
     """The noise study's recorded run (bench/noise_study.py -> bench/noise_study.json)."""
     path = path or Path(__file__).with_name("noise_study.json")
@@ -647,6 +691,7 @@ def render_results(data: dict) -> str:
                   + (f" Figures kept from the run of {part['from_run']}." if part.get("from_run")
                      else "")]
     lines += _noise_study()
+    lines += _cold_skills()
     findings = _findings(parts)
     lines += ["", "## Findings", ""]
     if not findings and all(ok is not False for *_, ok in _targets(parts)):

@@ -215,7 +215,7 @@ def test_agreement_matches_hand_computed_formula(tmp_path, catalog, embedder):
     # C4's benchmark levers (context weight, prototype, lexical) set to C3's values: the
     # agreement gating alone (test_c4_levers below covers the levers).
     settings = get_settings(eval_blend=True, related_k=40, c4_w_context=W["context"],
-                            c4_prototype=False, c4_w_lexical=0.0)
+                            c4_prototype=False, c4_w_lexical=0.0, c4_prior=0.0)
     c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
     c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
                                     agreement=True).rank(QUERY, top_k=None)}
@@ -333,3 +333,37 @@ def test_c4_lexical_learns_the_words_of_helpful_prompts(tmp_path, catalog, embed
     plain = Router(catalog, store, embedder, get_settings(eval_blend=True, c4_w_lexical=0.5),
                    agreement=True).rank(query, top_k=None)
     assert all(r.breakdown["lexical"] == 0.0 for r in plain if "zorblax" not in r.description)
+
+
+def test_c4_same_footing_for_a_skill_without_history(tmp_path, catalog, embedder):
+    """C4 (c4_prior > 0): a skill with no verdicts gets the pool's helpful share for its
+    count bonus and its description among its helpful reasons, as it gets its description for
+    a prototype; a credibly harmful skill gets none of these stand-ins."""
+    history = [(f"s{i}", f"debug a slow regex {i}", "regex-debugger", "HELPFUL",
+                f"regex advice that helped {i}") for i in range(4)]
+    history += [(f"p{i}", QUERY, "naive-regex-matcher", "HARMFUL", f"nested quantifiers {i}")
+                for i in range(3)]
+    store = build_store(tmp_path / "s.db", catalog, embedder, history)
+    rows = {r.name: r for r in Router(catalog, store, embedder, get_settings(eval_blend=True),
+                                      agreement=True).rank(QUERY, top_k=None)}
+    plain = {r.name: r for r in Router(catalog, store, embedder,
+                                       get_settings(eval_blend=True, c4_prior=0.0),
+                                       agreement=True).rank(QUERY, top_k=None)}
+    pooled = 4 / 7 - 0.5
+    q = embedder.embed_one(QUERY)
+    new = "pytest-fixtures"  # never judged
+    assert rows[new].helpful == rows[new].harmful == 0
+    assert rows[new].breakdown["count_bonus"] == pytest.approx(pooled)
+    assert plain[new].breakdown["count_bonus"] == 0.0
+    desc = float(embedder.embed([full_text(next(s for s in catalog.skills if s.name == new))])[0]
+                 @ q)
+    assert rows[new].breakdown["related_helpful"] == pytest.approx(max(
+        plain[new].breakdown["related_helpful"], desc), abs=1e-5)
+    # regex-debugger (4 of 4 helpful, n < 10): its own bonus plus the ramp's rest of the pool's
+    own = (5 / 6 - 0.5) * 0.4
+    assert rows["regex-debugger"].breakdown["count_bonus"] == pytest.approx(own + 0.6 * pooled)
+    # The credibly harmful twin: no stand-ins (no prototype without helpful prompts, no pooled
+    # bonus, no description as a reason); it is archived as before.
+    bad = rows["naive-regex-matcher"]
+    assert bad.breakdown["help_match"] == 0.0 and bad.score == -1.0
+    assert bad.breakdown["count_bonus"] == plain["naive-regex-matcher"].breakdown["count_bonus"]

@@ -242,6 +242,19 @@ class Router:
         if self.agreement:  # C4: demote only a credibly harmful skill
             credible = (harm_credibility(a.helpful, a.harmful, self.agreement_prior)
                         >= self.agreement_credibility)
+            if self.c4_prior > 0:  # the same footing for every skill not credibly harmful
+                # Its count bonus leans on the pool's helpful share until its own n reaches
+                # 10 (the ramp), as a new skill's prototype leans on its description; and its
+                # description counts among its helpful reasons (docs/blend.md, "Cold skills").
+                n_all = float(total.sum())
+                pooled = float(a.helpful.sum()) / n_all - 0.5 if n_all else 0.0
+                ramp = np.minimum(1.0, total / 10.0)
+                count_bonus = np.where(credible, count_bonus,
+                                       count_bonus + (1.0 - ramp) * pooled)
+                rel_help = np.where(credible, rel_help,
+                                    np.maximum(rel_help, sims[0].astype(np.float64)))
+                if self.c4_prototype:  # a credibly harmful skill's description counts for nothing
+                    help_match = np.where(credible, a.help.prototype_per_skill(q, n), help_match)
             count_bonus = np.where(credible, count_bonus, np.maximum(count_bonus, 0.0))
             harm_match = np.where(credible, harm_match, 0.0)
             rel_harm = np.where(credible, rel_harm, 0.0)
