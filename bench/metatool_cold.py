@@ -224,38 +224,40 @@ def default_study(seeds=(0, 1)) -> dict:
 RECORD = Path(__file__).with_name("metatool_cold.json")
 
 
-def sweep_table(results_dir: Path) -> dict:
+def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     """cond -> [{round, warm hit@1, warm hit@5, cold hit@1, cold hit@5}] from a finished
-    sweep's metrics.json (`mythloop sweep ... --cold-skills`)."""
+    sweep's metrics.json (`mythloop sweep ... --cold-skills`), for `conds` (default: all)."""
     metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
     out = {}
     for cond, rounds in metrics["per_round"].items():
+        if conds and cond not in conds:
+            continue
         out[cond] = [{"round": int(r), **{f"{part} {k}": round(s[f"heldout_{part}.{k}"]["mean"], 3)
                                           for part in ("warm", "cold") for k in ("hit@1", "hit@5")
                                           if f"heldout_{part}.{k}" in s}}
                      for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0]))]
-    sweep = metrics["sweep"]
-    return {"rounds": out, "cold_skills": len(sweep.get("cold_skills") or []),
-            "add_skills_at": sweep.get("add_skills_at")}
+    return out
 
 
-def record(label: str, results_dir: Path, command: str, wall_s: float, load: str) -> None:
-    """Add a finished sweep's warm / cold table to bench/metatool_cold.json (RESULTS.md's
-    "Cold skills on MetaTool" section is rendered from it)."""
-    import subprocess
-
+def record(label: str, results_dir: Path, conds: str, command: str, wall_s: float,
+           load: str, commit: str) -> None:
+    """Add a finished sweep's warm / cold rows (conditions `conds`, comma-separated) under
+    `label` in bench/metatool_cold.json; RESULTS.md's "Cold skills on MetaTool" section is
+    rendered from it. Several sweeps may fill one label (C0 from one, C4 from another)."""
     data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
-    data.setdefault("sweeps", {})[label] = {**sweep_table(results_dir), "command": command,
-                                            "wall_s": round(wall_s), "load": load,
-                                            "commit": commit}
+    entry = data.setdefault("sweeps", {}).setdefault(label, {"rounds": {}, "runs": []})
+    wanted = [c for c in conds.split(",") if c]
+    entry["rounds"].update(sweep_table(results_dir, wanted))
+    entry["runs"] = [r for r in entry["runs"] if r["conds"] != wanted] + [{
+        "conds": wanted, "command": command, "wall_s": round(wall_s), "load": load,
+        "commit": commit}]
     RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--record":  # LABEL DIR COMMAND WALL_S LOAD
-        record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], float(sys.argv[5]), sys.argv[6])
+    if len(sys.argv) > 1 and sys.argv[1] == "--record":  # LABEL DIR CONDS COMMAND WALL LOAD COMMIT
+        record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6]),
+               sys.argv[7], sys.argv[8])
     elif len(sys.argv) > 1 and sys.argv[1] == "--replica":  # the variants table, recorded
         data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
         data["replica"] = default_study()
