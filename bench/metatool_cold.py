@@ -232,10 +232,17 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     for cond, rounds in metrics["per_round"].items():
         if conds and cond not in conds:
             continue
-        out[cond] = [{"round": int(r), **{f"{part} {k}": round(s[f"heldout_{part}.{k}"]["mean"], 3)
-                                          for part in ("warm", "cold") for k in ("hit@1", "hit@5")
-                                          if f"heldout_{part}.{k}" in s}}
-                     for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0]))]
+        rows = []
+        for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0])):
+            row = {"round": int(r)}
+            for part in ("warm", "cold"):
+                for k in ("hit@1", "hit@5"):
+                    # no skill held back: every held-out prompt is warm
+                    key = f"heldout_{part}.{k}" if "heldout_warm.hit@1" in s else f"heldout.{k}"
+                    if key in s and (part == "warm" or "heldout_warm.hit@1" in s):
+                        row[f"{part} {k}"] = round(s[key]["mean"], 3)
+            rows.append(row)
+        out[cond] = rows
     return out
 
 
