@@ -108,6 +108,8 @@ def plain_sweep(config) -> dict:
                     run.prepare_round(round_idx)
                     measured = run.measure(round_idx)
                     for prompt in run.learning_order:
+                        if prompt.id not in measured.catalogs:  # withheld (--cold-skills)
+                            continue
                         catalog = measured.catalogs[prompt.id]
                         try:
                             row = run.learning_turn(prompt, round_idx, catalog, contract)

@@ -186,7 +186,7 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
     """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
     wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
     are applied to the store and logged in prompt order. Returns how many turns failed."""
-    order = run.learning_order
+    order = [prompt for prompt in run.learning_order if prompt.id in catalogs]  # not withheld
     failed = 0
     owner = object()  # marks this round's CLI calls (the worker threads copy the context)
     token = cli_owner.set(owner)
@@ -293,6 +293,8 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
         "embedder": embedder, "pool": str(config.resolved_pool()),
         "prompts_file": str(config.resolved_prompts_file()), "prompts": len(prompts),
         "heldout_file": (str(config.resolved_heldout_file()) if config.heldout_file else None),
+        **({"cold_skills": list(checked.cold_skills), "add_skills_at": config.add_skills_at}
+           if checked.cold_skills else {}),
         # Invalid SKILL.md files left out of the pool (the report lists them as data issues).
         "catalog_issues": checked.catalog_issues(),
         "seed": seed,

@@ -61,8 +61,19 @@ class Settings(BaseSettings):
     """C4: help_match is the cosine with the skill's prototype (the mean of its kept helpful
     prompts, up to 20); off: the best single match among them. C3 matches its 3 newest."""
     c4_w_lexical: float = Field(0.2, validation_alias=_env("C4_W_LEXICAL"))
-    """C4: weight of the lexical signal (BM25 over name + description and the prompts the skill
-    was judged helpful for, best skill = 1)."""
+    """C4: weight of the lexical signal (BM25 over name + description, best skill = 1)."""
+    c4_prior: float = Field(0.5, ge=0.0, validation_alias=_env("C4_PRIOR"))
+    """C4: pseudo-count of the skill's name+description vector in its prototype (the mean of
+    n0 copies of it and its kept helpful prompts): a skill with no history is matched
+    against its description, on the same scale as one with history (docs/blend.md, "Cold
+    skills"). 0: a skill without helpful prompts has no prototype (help_match 0)."""
+    c4_lexical_learned: bool = Field(False, validation_alias=_env("C4_LEXICAL_LEARNED"))
+    """C4: the lexical documents also hold the prompts each skill was judged helpful for. Off
+    by default: learned words favour every skill with history over one without (a cold
+    skill fell from hit@5 0.72 to 0.66 on MetaTool; docs/blend.md)."""
+    c4_explore_sigma: float = Field(0.1, ge=0.0, validation_alias=_env("C4_EXPLORE_SIGMA"))
+    """C4's learning catalog: prior spread of the exploration slot's Thompson draw (score +
+    sigma * z / sqrt(1 + verdicts)); 0 turns exploration off (docs/blend.md)."""
 
     abstain_threshold: float = Field(0.45, validation_alias=_env("ABSTAIN_THRESHOLD"))
     """A null prompt abstains when its top score is under this."""

@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 __all__ = ["Judge", "JUDGES", "SIMULATED_JUDGES", "FilmBackend", "FILM_BACKENDS", "Quality",
            "QUALITIES", "Condition", "CONDITIONS", "CONDITION_HELP", "BASELINE_CONDITION",
-           "BLEND_CONDITIONS", "AGREEMENT_CONDITIONS", "RenderKind", "RENDER_KINDS",
+           "BLEND_CONDITIONS", "AGREEMENT_CONDITIONS", "EXPLORING_CONDITIONS", "RenderKind", "RENDER_KINDS",
            "TurnStatus", "TURN_STATUSES", "PromptKind", "PROMPT_KINDS", "LEARNED_PROMPT_KINDS"]
 
 Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
@@ -43,6 +43,9 @@ BLEND_CONDITIONS: frozenset[Condition] = frozenset({"c3", "c4"})
 """Conditions whose ranking blends the verdicts in."""
 AGREEMENT_CONDITIONS: frozenset[Condition] = frozenset({"c4"})
 """Conditions that apply the agreement rule (docs/blend.md)."""
+EXPLORING_CONDITIONS: frozenset[Condition] = frozenset({"c4"})
+"""Conditions whose learning catalog keeps an exploration slot (docs/blend.md, "Cold
+skills"); C0 and C3 show the ranking's top k as the seed did."""
 
 RenderKind = Literal["ok", "scene_error", "timeout", "resource_limit", "missing_tool",
                      "interrupted", "layout"]

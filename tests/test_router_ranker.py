@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mythloop.router import Router, get_embedder
+from mythloop.router import Router, full_text, get_embedder
 from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
 from mythloop.verdicts import VerdictStore, persist_verdicts
@@ -215,7 +215,7 @@ def test_agreement_matches_hand_computed_formula(tmp_path, catalog, embedder):
     # C4's benchmark levers (context weight, prototype, lexical) set to C3's values: the
     # agreement gating alone (test_c4_levers below covers the levers).
     settings = get_settings(eval_blend=True, related_k=40, c4_w_context=W["context"],
-                            c4_prototype=False, c4_w_lexical=0.0)
+                            c4_prototype=False, c4_w_lexical=0.0, c4_prior=0.0)
     c3 = {r.name: r for r in Router(catalog, store, embedder, settings).rank(QUERY, top_k=None)}
     c4 = {r.name: r for r in Router(catalog, store, embedder, settings,
                                     agreement=True).rank(QUERY, top_k=None)}
@@ -260,13 +260,15 @@ def test_agreement_demotes_a_credibly_harmful_skill_and_spares_a_flipped_real_on
 
 def test_c4_levers_prototype_and_lexical(tmp_path, catalog, embedder):
     """C4 matches a query against each skill's prototype (the mean of its helpful past
-    prompts, renormalised) and adds BM25 over name + description; C3 keeps neither."""
+    prompts and c4_prior copies of its name+description vector, renormalised; prior 0: the
+    prompts alone) and adds BM25 over name + description; C3 keeps neither."""
     history = [(f"s{i}", text, "regex-debugger", "HELPFUL", f"regex advice that helped {i}")
                for i, text in enumerate(["why is my regex slow on long lines",
                                          "catastrophic backtracking in a pattern",
                                          "speed up a regular expression"])]
     store = build_store(tmp_path / "s.db", catalog, embedder, history)
-    base = dict(eval_blend=True, related_k=40, c4_w_context=W["context"], c4_w_lexical=0.0)
+    base = dict(eval_blend=True, related_k=40, c4_w_context=W["context"], c4_w_lexical=0.0,
+                c4_prior=0.0)
     proto = {r.name: r for r in Router(catalog, store, embedder, get_settings(**base),
                                        agreement=True).rank(QUERY, top_k=None)}
     best = {r.name: r for r in Router(catalog, store, embedder,
@@ -282,6 +284,20 @@ def test_c4_levers_prototype_and_lexical(tmp_path, catalog, embedder):
     assert proto["regex-debugger"].breakdown["help_match"] != pytest.approx(
         best["regex-debugger"].breakdown["help_match"], abs=1e-4)
     assert all(r.breakdown["help_match"] == 0.0 for n, r in proto.items() if n != "regex-debugger")
+    # With the description prior, every skill has a prototype: its name+description vector
+    # (no history), or that vector counted `prior` times among its helpful prompts.
+    prior = 0.5
+    with_prior = {r.name: r for r in Router(catalog, store, embedder,
+                                            get_settings(**{**base, "c4_prior": prior}),
+                                            agreement=True).rank(QUERY, top_k=None)}
+    full = {s.name: embedder.embed([full_text(s)])[0] for s in catalog.skills}
+    mixed = vecs.sum(axis=0) + prior * full["regex-debugger"]
+    mixed /= np.linalg.norm(mixed)
+    assert with_prior["regex-debugger"].breakdown["help_match"] == pytest.approx(
+        float(mixed @ q), abs=1e-5)
+    for name, row in with_prior.items():
+        if name != "regex-debugger":
+            assert row.breakdown["help_match"] == pytest.approx(float(full[name] @ q), abs=1e-5)
     lex = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5}),
                  agreement=True).rank(QUERY, top_k=None)
     c3 = Router(catalog, store, embedder, get_settings(**{**base, "c4_w_lexical": 0.5})).rank(
@@ -300,7 +316,7 @@ def test_c4_lexical_learns_the_words_of_helpful_prompts(tmp_path, catalog, embed
     """A word no skill's name or description holds scores nothing until a prompt holding it
     was judged HELPFUL for a skill; then C4's BM25 finds that skill for it (C3: no lexical)."""
     query = "tidy up my zorblax pipeline"
-    settings = get_settings(eval_blend=True, c4_w_lexical=0.5)
+    settings = get_settings(eval_blend=True, c4_w_lexical=0.5, c4_lexical_learned=True)
     empty = VerdictStore(tmp_path / "empty.db")
     before = Router(catalog, empty, embedder, settings, agreement=True).rank(query, top_k=None)
     assert all(r.breakdown["lexical"] == 0.0 for r in before if "zorblax" not in r.description)
@@ -313,3 +329,41 @@ def test_c4_lexical_learns_the_words_of_helpful_prompts(tmp_path, catalog, embed
     assert sum(r.breakdown["lexical"] > 0 for r in after.values()) == 1
     c3 = Router(catalog, store, embedder, settings).rank(query, top_k=None)
     assert all(r.breakdown["lexical"] == 0.0 for r in c3)
+    # Off by default (docs/blend.md, "Cold skills"): the documents are name + description.
+    plain = Router(catalog, store, embedder, get_settings(eval_blend=True, c4_w_lexical=0.5),
+                   agreement=True).rank(query, top_k=None)
+    assert all(r.breakdown["lexical"] == 0.0 for r in plain if "zorblax" not in r.description)
+
+
+def test_c4_same_footing_for_a_skill_without_history(tmp_path, catalog, embedder):
+    """C4 (c4_prior > 0): a skill with no verdicts gets the pool's helpful share for its
+    count bonus and its description among its helpful reasons, as it gets its description for
+    a prototype; a credibly harmful skill gets none of these stand-ins."""
+    history = [(f"s{i}", f"debug a slow regex {i}", "regex-debugger", "HELPFUL",
+                f"regex advice that helped {i}") for i in range(4)]
+    history += [(f"p{i}", QUERY, "naive-regex-matcher", "HARMFUL", f"nested quantifiers {i}")
+                for i in range(3)]
+    store = build_store(tmp_path / "s.db", catalog, embedder, history)
+    rows = {r.name: r for r in Router(catalog, store, embedder, get_settings(eval_blend=True),
+                                      agreement=True).rank(QUERY, top_k=None)}
+    plain = {r.name: r for r in Router(catalog, store, embedder,
+                                       get_settings(eval_blend=True, c4_prior=0.0),
+                                       agreement=True).rank(QUERY, top_k=None)}
+    pooled = 4 / 7 - 0.5
+    q = embedder.embed_one(QUERY)
+    new = "pytest-fixtures"  # never judged
+    assert rows[new].helpful == rows[new].harmful == 0
+    assert rows[new].breakdown["count_bonus"] == pytest.approx(pooled)
+    assert plain[new].breakdown["count_bonus"] == 0.0
+    desc = float(embedder.embed([full_text(next(s for s in catalog.skills if s.name == new))])[0]
+                 @ q)
+    assert rows[new].breakdown["related_helpful"] == pytest.approx(max(
+        plain[new].breakdown["related_helpful"], desc), abs=1e-5)
+    # regex-debugger (4 of 4 helpful, n < 10): its own bonus plus the ramp's rest of the pool's
+    own = (5 / 6 - 0.5) * 0.4
+    assert rows["regex-debugger"].breakdown["count_bonus"] == pytest.approx(own + 0.6 * pooled)
+    # The credibly harmful twin: no stand-ins (no prototype without helpful prompts, no pooled
+    # bonus, no description as a reason); it is archived as before.
+    bad = rows["naive-regex-matcher"]
+    assert bad.breakdown["help_match"] == 0.0 and bad.score == -1.0
+    assert bad.breakdown["count_bonus"] == plain["naive-regex-matcher"].breakdown["count_bonus"]

@@ -30,6 +30,7 @@ __all__ = [
     "GAP_CENSOR_EPS",
     "GROUPS",
     "MISS_RANK",
+    "cold_split_metrics",
     "TIERS",
     "VERDICTS",
     "measurement_metrics",
@@ -223,6 +224,49 @@ def measurement_metrics(
             _abstention("null", [ranked_by_prompt.get(i.prompt_id, {}) for i in nulls], threshold)
         )
     out.update(_status_counts(rows))
+    return out
+
+
+def cold_split_metrics(
+    rows: list[dict[str, Any]], prompts: dict[str, PromptInfo], cold: frozenset[str]
+) -> Metrics:
+    """Held-out ranking metrics split by the expected skill: `heldout_warm.*` for skills the
+    sweep learned about, `heldout_cold.*` for the skills it held back (--cold-skills); {}
+    when the round has no rows or the sweep held back no skill."""
+    if not rows or not cold:
+        return {}
+    ranked_by_prompt = _by_prompt(rows)
+    out: Metrics = {}
+    for part, is_cold in (("warm", False), ("cold", True)):
+        members = [info for info in prompts.values() if info.kind == "heldout"
+                   and info.expected_skill and (info.expected_skill in cold) == is_cold]
+        if members:
+            out.update(_ranking_metrics(f"heldout_{part}", [
+                _rank_of(ranked_by_prompt.get(info.prompt_id, {}), info.expected_skill)
+                for info in members]))
+    return out
+
+
+def cold_split_units(
+    rows: list[dict[str, Any]], prompts: dict[str, PromptInfo], cold: frozenset[str]
+) -> Units:
+    """Per prompt, the metrics of `cold_split_metrics` (their means over a part's prompts
+    are those metrics), so the warm and cold parts get intervals over prompts too."""
+    if not rows or not cold:
+        return {}
+    ranked_by_prompt = _by_prompt(rows)
+    out: Units = {}
+    for info in prompts.values():
+        if info.kind != "heldout" or not info.expected_skill:
+            continue
+        prefix = "heldout_cold" if info.expected_skill in cold else "heldout_warm"
+        r = _rank_of(ranked_by_prompt.get(info.prompt_id, {}), info.expected_skill)
+        values = {f"hit@{k}": 1.0 if r <= k else 0.0 for k in (1, 3, 5)}
+        values.update(mrr=1.0 / r if r < MISS_RANK else 0.0,
+                      gold_rank=float(r))
+        values["ndcg@5"] = 1.0 / math.log2(r + 1) if r <= 5 else 0.0
+        for key, value in values.items():
+            out.setdefault(f"{prefix}.{key}", {})[info.prompt_id] = value
     return out
 
 

@@ -384,6 +384,30 @@ def _heldout_rounds_section(m: dict[str, Any]) -> list[str]:
             *_table(["cond", "round", "hit@1", "hit@5", "MRR"], rows)]
 
 
+def _cold_rounds_section(m: dict[str, Any]) -> list[str]:
+    """Held-out hit@1 and hit@5 at every round of every condition, split into prompts of warm
+    skills and of the cold skills the sweep held back (--cold-skills); only when it did."""
+    rows = []
+    keys = [f"heldout_{part}.{k}" for part in ("warm", "cold") for k in ("hit@1", "hit@5")]
+    for cond in m["conditions"]:
+        for r, s in sorted(m["per_round"].get(cond, {}).items(), key=lambda kv: int(kv[0])):
+            if any(k in s for k in keys):
+                rows.append([cond, round_label(m, int(r)), *(fmt(s.get(k), 3) for k in keys)])
+    if not rows:
+        return []
+    cold = m.get("sweep", {}).get("cold_skills") or []
+    added = m.get("sweep", {}).get("add_skills_at")
+    when = (f"they join the pool at round {added + 1} (`--add-skills-at {added}`) and are "
+            "learned from from then on" if added is not None
+            else "in the pool throughout, their prompts never learned from")
+    return ["## Held-out prompts per round: warm and cold skills", "",
+            f"{len(cold)} cold skills (`--cold-skills`; {when}): {', '.join(cold[:12])}"
+            f"{' ...' if len(cold) > 12 else ''}. A held-out prompt is cold when its expected "
+            "skill is one of them.", "",
+            *_table(["cond", "round", "warm hit@1", "warm hit@5", "cold hit@1", "cold hit@5"],
+                    rows)]
+
+
 def _verdict_section(m: dict[str, Any]) -> list[str]:
     keys = [
         ("verdicts.accuracy", "verdict accuracy"),
@@ -513,6 +537,7 @@ def render_report(metrics: dict[str, Any]) -> str:
         *_pairs_section(metrics),
         *_detail_section(metrics),
         *_heldout_rounds_section(metrics),
+        *_cold_rounds_section(metrics),
         *_verdict_section(metrics),
         *_status_section(metrics),
         *_failures_section(metrics),

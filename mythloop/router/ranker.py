@@ -7,11 +7,12 @@
             + w_related * (related_helpful - related_harmful) ) * status_mult
 
 C3 matches each skill's 3 newest past prompts per polarity and has no lexical term. C4 adds
-`w_lexical * lexical` (BM25 over name + description and the past prompts the skill was judged
-helpful for, the best skill scoring 1), takes help_match as the cosine with the skill's
-*prototype* (the mean of its kept helpful prompts, renormalised) and harm_match as the best
-match among its kept harmful prompts, and weights the context terms with c4_w_context
-(docs/blend.md).
+`w_lexical * lexical` (BM25 over name + description, the best skill scoring 1), takes
+help_match as the cosine with the skill's *prototype* (the mean of its kept helpful prompts
+and c4_prior copies of its name+description vector, renormalised: a skill with no history
+is matched against its description, on the same scale as one with history) and harm_match
+as the best match among its kept harmful prompts, and weights the context terms with
+c4_w_context (docs/blend.md, "Cold skills").
 
 archived forces final = -1.0; blend off gives final = semantic.
 
@@ -28,7 +29,7 @@ next call (the published run cached it for a whole run).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -139,6 +140,9 @@ class Router:
                            "lexical": settings.c4_w_lexical}
         self.weights["lexical"] = 0.0
         self.c4_prototype = bool(settings.c4_prototype)
+        self.c4_prior = float(settings.c4_prior)
+        self.c4_lexical_learned = bool(settings.c4_lexical_learned)
+        self._protos: tuple[int, np.ndarray] | None = None  # (id of the arrays, prototypes)
         self._lexical: BM25 | None = None  # BM25 index, built on first use
         self._lexical_docs: tuple[str, ...] = ()  # the learned prompts it was built with
         self.related_k = max(0, int(settings.related_k))
@@ -196,6 +200,15 @@ class Router:
             index = self._lexical
         return index.normalised(query)
 
+    def _prior_prototypes(self, a: VerdictArrays) -> np.ndarray:
+        """C4's prototypes with the description prior, built once per verdict-array state."""
+        cached = self._protos
+        if cached is not None and cached[0] == id(a):
+            return cached[1]
+        protos = a.help.prior_prototypes(self._emb[:len(self.skills)], self.c4_prior)
+        self._protos = (id(a), protos)
+        return protos
+
     def _score(self, qvec: np.ndarray, a: VerdictArrays | None,
                query: str | None = None) -> dict[str, np.ndarray]:
         """score_vector with the verdict arrays already read (one store read per ranking)."""
@@ -210,12 +223,15 @@ class Router:
                     "status_mult": np.ones(n), "final": semantic}
         assert a is not None  # the blend reads the verdict arrays
         w = self.c4_weights if self.agreement else self.weights
-        if self.agreement and self.c4_prototype:
+        if self.agreement and self.c4_prototype and self.c4_prior > 0:
+            help_match = (self._prior_prototypes(a) @ q).astype(np.float64)
+        elif self.agreement and self.c4_prototype:
             help_match = a.help.prototype_per_skill(q, n)
         else:
             help_match = a.help.max_per_skill(q, n)
         harm_match = a.harm.max_per_skill(q, n)
-        lexical = (self._lexical_scores(query, a.help_texts if self.agreement else ())
+        learned = a.help_texts if self.agreement and self.c4_lexical_learned else ()
+        lexical = (self._lexical_scores(query, learned)
                    if w["lexical"] and query is not None else zeros)
         rel_help, rel_harm = a.related(q, n, self.related_k)
         total = a.helpful + a.harmful
@@ -226,6 +242,19 @@ class Router:
         if self.agreement:  # C4: demote only a credibly harmful skill
             credible = (harm_credibility(a.helpful, a.harmful, self.agreement_prior)
                         >= self.agreement_credibility)
+            if self.c4_prior > 0:  # the same footing for every skill not credibly harmful
+                # Its count bonus leans on the pool's helpful share until its own n reaches
+                # 10 (the ramp), as a new skill's prototype leans on its description; and its
+                # description counts among its helpful reasons (docs/blend.md, "Cold skills").
+                n_all = float(total.sum())
+                pooled = float(a.helpful.sum()) / n_all - 0.5 if n_all else 0.0
+                ramp = np.minimum(1.0, total / 10.0)
+                count_bonus = np.where(credible, count_bonus,
+                                       count_bonus + (1.0 - ramp) * pooled)
+                rel_help = np.where(credible, rel_help,
+                                    np.maximum(rel_help, sims[0].astype(np.float64)))
+                if self.c4_prototype:  # a credibly harmful skill's description counts for nothing
+                    help_match = np.where(credible, a.help.prototype_per_skill(q, n), help_match)
             count_bonus = np.where(credible, count_bonus, np.maximum(count_bonus, 0.0))
             harm_match = np.where(credible, harm_match, 0.0)
             rel_harm = np.where(credible, rel_harm, 0.0)
@@ -241,17 +270,25 @@ class Router:
                 "status_mult": mult, "final": final}
 
     def rank_vector(self, qvec: np.ndarray, top_k: int | None = 10,
-                    query: str | None = None) -> list[RankedSkill]:
+                    query: str | None = None,
+                    exclude: Collection[str] | None = None) -> list[RankedSkill]:
         """Rank for a normalised query vector; top_k None or <= 0 returns every skill.
-        The query text, when given, feeds the lexical signal."""
+        The query text, when given, feeds the lexical signal. Skills named in `exclude`
+        are left out, as if not in the pool (a sweep's skills added at a later round)."""
         a = self.refresh()  # counters and status are reported with the blend off too
         terms = self._score(qvec, a, query)
         final = terms["final"]
         n = final.shape[0]
-        k = n if not top_k or top_k <= 0 else min(int(top_k), n)
+        pool = np.arange(n)
+        if exclude:
+            gone = [self.index[name] for name in exclude if name in self.index]
+            pool = np.setdiff1d(pool, np.asarray(gone, dtype=np.intp))
+        m = pool.shape[0]
+        k = m if not top_k or top_k <= 0 else min(int(top_k), m)
         if k == 0:
             return []
-        cand = np.argpartition(-final, k - 1)[:k] if k < n else np.arange(n)
+        sub = final[pool]
+        cand = pool[np.argpartition(-sub, k - 1)[:k]] if k < m else pool
         order = cand[np.lexsort((cand, -final[cand]))]  # ties broken by catalog (name) order
         rows = []
         for rank, i in enumerate(order.tolist(), start=1):
@@ -264,11 +301,12 @@ class Router:
             ))
         return rows
 
-    def rank(self, query: str, top_k: int | None = 10) -> list[RankedSkill]:
-        """Embed the query and rank the catalog for it."""
+    def rank(self, query: str, top_k: int | None = 10,
+             exclude: Collection[str] | None = None) -> list[RankedSkill]:
+        """Embed the query and rank the catalog for it (less the skills in `exclude`)."""
         if self.embedder is None:
             raise RuntimeError("this router was built from vectors without an embedder; use rank_vector")
-        return self.rank_vector(self.embedder.embed_one(query), top_k, query)
+        return self.rank_vector(self.embedder.embed_one(query), top_k, query, exclude)
 
 
 def synthetic_skill(name: str) -> Skill:

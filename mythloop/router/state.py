@@ -23,13 +23,14 @@ class Groups:
     starts: np.ndarray  # (g,) first row of each group
     skills: np.ndarray  # (g,) skill index of each group
     protos: np.ndarray  # (g, d) float32: each group's mean vector, renormalised (its prototype)
+    sums: np.ndarray | None = None  # (g, d) float32: each group's sum of vectors
 
     @classmethod
     def build(cls, skill_idx: Sequence[int], vecs: Sequence[np.ndarray], dim: int) -> Groups:
         """Group vectors by skill index."""
         if not len(skill_idx):
             empty = np.zeros((0, dim), np.float32)
-            return cls(empty, np.zeros(0, np.intp), np.zeros(0, np.intp), empty)
+            return cls(empty, np.zeros(0, np.intp), np.zeros(0, np.intp), empty, empty)
         idx = np.asarray(skill_idx, dtype=np.intp)
         order = np.argsort(idx, kind="stable")
         idx = idx[order]
@@ -38,7 +39,7 @@ class Groups:
         sums = np.add.reduceat(mat, starts, axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         protos = np.ascontiguousarray(sums / np.maximum(norms, 1e-12), dtype=np.float32)
-        return cls(mat, starts, idx[starts], protos)
+        return cls(mat, starts, idx[starts], protos, np.ascontiguousarray(sums, np.float32))
 
     def prototype_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
         """Cosine of q with each skill's prototype (the mean of its vectors, renormalised);
@@ -47,6 +48,17 @@ class Groups:
         if self.protos.shape[0]:
             out[self.skills] = self.protos @ q
         return out
+
+    def prior_prototypes(self, prior_vecs: np.ndarray, prior: float) -> np.ndarray:
+        """(n, d) prototypes with a prior: each skill's sum of vectors plus `prior` copies of
+        its row of `prior_vecs`, renormalised. A skill without vectors gets its prior vector
+        (its description), one with many is led by them (prior 0: zero rows without)."""
+        out = prior * np.asarray(prior_vecs, dtype=np.float32)
+        if self.protos.shape[0]:
+            assert self.sums is not None
+            out[self.skills] += self.sums
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
     def max_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
         """Highest cosine with q per skill; 0 for skills without vectors."""

@@ -27,9 +27,10 @@ from mythloop.fileio import (
 )
 from mythloop.llm import BackendTimeout, get_backend, is_retriable
 from mythloop.router import Router
+from mythloop.router.explore import EXPLORE_WINDOW, exploration_rng, learning_catalog
 from mythloop.settings import get_settings
 from mythloop.skills import Catalog
-from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed
+from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed, resolve_cold_skills
 from mythloop.sweep.records import (
     AppliedVerdict,
     CatalogEntry,
@@ -39,7 +40,12 @@ from mythloop.sweep.records import (
     TurnRow,
 )
 from mythloop.verdicts import VerdictStore, count_malformed_tags, parse_tags, persist_verdicts
-from mythloop.vocab import AGREEMENT_CONDITIONS, BLEND_CONDITIONS, Condition
+from mythloop.vocab import (
+    AGREEMENT_CONDITIONS,
+    BLEND_CONDITIONS,
+    EXPLORING_CONDITIONS,
+    Condition,
+)
 
 if TYPE_CHECKING:
     from mythloop.llm import Backend
@@ -93,6 +99,9 @@ class ConditionRun:
     def __post_init__(self) -> None:
         self.dir = self.results_dir / f"{self.cond}-rep{self.replicate}"
         self.seed = replicate_seed(self.base_seed, self.replicate)
+        # Cold skills (--cold-skills): the same for every condition and replicate.
+        self.cold = frozenset(resolve_cold_skills(self.config, self.catalog.names(),
+                                                  self.base_seed))
         self.store: VerdictStore | None = None  # these three: set by open()
         self.router: Router | None = None
         self.backend: Backend | None = None
@@ -120,6 +129,31 @@ class ConditionRun:
 
     def round_path(self, round_idx: int) -> Path:
         return self.dir / f"round_{round_idx}.jsonl"
+
+    def explore_path(self, round_idx: int) -> Path:
+        """The round's exploratory catalog slots (one row per learning catalog that has one)."""
+        return self.dir / f"round_{round_idx}.explore.jsonl"
+
+    # --- cold skills -------------------------------------------------------------
+    def absent(self, round_idx: int) -> frozenset[str]:
+        """Skills not yet in the pool at this round (--add-skills-at)."""
+        add_at = self.config.add_skills_at
+        return self.cold if add_at is not None and round_idx < add_at else frozenset()
+
+    def learns(self, prompt: SweepPrompt, round_idx: int) -> bool:
+        """Whether this round learns from the prompt: a learned kind, and not a prompt of a
+        cold skill (until the round the cold skills join the pool, with --add-skills-at)."""
+        if not prompt.learned:
+            return False
+        if prompt.expected_skill not in self.cold:
+            return True
+        add_at = self.config.add_skills_at
+        return add_at is not None and round_idx >= add_at
+
+    @property
+    def explores(self) -> bool:
+        """Whether the learning catalog keeps an exploration slot (C4; docs/blend.md)."""
+        return self.cond in EXPLORING_CONDITIONS and get_settings().c4_explore_sigma > 0
 
     def snapshot_path(self, round_idx: int) -> Path:
         return self.dir / "snapshots" / f"store_before_round_{round_idx}.db"
@@ -219,15 +253,28 @@ class ConditionRun:
         """Rank every prompt (top-k), write round_<r>.jsonl, and return the catalogs to learn from."""
         rows: list[MeasurementRow] = []
         catalogs: dict[str, list[CatalogEntry]] = {}
+        explored: list[dict] = []
         hits3 = hits5 = gold_found = 0
         wins = pairs = held1 = held = 0
         assert self.router is not None, "open() first"
+        k, shown = self.config.learn_top_k, self.config.measure_top_k
+        sigma = get_settings().c4_explore_sigma if self.explores else 0.0
+        depth = max(shown, EXPLORE_WINDOW * k) if sigma else shown
+        absent = self.absent(round_idx)
         for prompt in self.prompts:
-            ranked = self.router.rank(prompt.prompt, top_k=self.config.measure_top_k)
-            if prompt.learned:
+            ranked = self.router.rank(prompt.prompt, top_k=depth, exclude=absent)
+            if self.learns(prompt, round_idx):
+                catalog, exploration = learning_catalog(
+                    ranked, k, sigma, exploration_rng(self.seed, round_idx, prompt.id))
                 catalogs[prompt.id] = [
                     CatalogEntry(name=r.name, description=r.description, tier=r.tier)
-                    for r in ranked[: self.config.learn_top_k]]
+                    for r in catalog]
+                if exploration is not None:
+                    explored.append({"round": round_idx, "cond": self.cond,
+                                     "replicate": self.replicate, "prompt_id": prompt.id,
+                                     "expected_skill": prompt.expected_skill,
+                                     **exploration.to_dict()})
+            ranked = ranked[:shown]
             for r in ranked:
                 rows.append(MeasurementRow(
                     round=round_idx, cond=self.cond, replicate=self.replicate,
@@ -255,6 +302,9 @@ class ConditionRun:
             if prompt.expected_skill and prompt.kind == "heldout":
                 held += 1
                 held1 += names[:1] == [prompt.expected_skill]
+        if sigma:  # written before the round file: a round file means its catalogs are known
+            write_text_atomic(self.explore_path(round_idx),
+                              "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in explored))
         write_text_atomic(self.round_path(round_idx), jsonl_text(rows))
         return MeasureResult(rows=len(rows), catalogs=catalogs,
                              in_distribution_hit_at_3=hits3 / gold_found if gold_found else None,
@@ -359,8 +409,9 @@ class ConditionRun:
                 on_failure(row)
             return row
 
+        order = [p for p in self.learning_order if p.id in catalogs]  # not withheld
         outcomes: list[TurnAnswer | TurnRow] = []
-        for prompt in self.learning_order:
+        for prompt in order:
             ranked = catalogs[prompt.id]
             attempt = 0
             while True:
@@ -375,10 +426,10 @@ class ConditionRun:
                         continue
                     outcomes.append(failed(prompt, ranked, exc, attempt))
                     break
-        self._embed_ahead([(p, o) for p, o in zip(self.learning_order, outcomes, strict=True)
+        self._embed_ahead([(p, o) for p, o in zip(order, outcomes, strict=True)
                            if isinstance(o, TurnAnswer)])
         rows = []
-        for prompt, outcome in zip(self.learning_order, outcomes, strict=True):
+        for prompt, outcome in zip(order, outcomes, strict=True):
             if isinstance(outcome, TurnRow):
                 rows.append(outcome)
                 continue

@@ -22,7 +22,8 @@ from mythloop.vocab import (
 )
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
-           "load_heldout", "load_sweep_prompts", "replicate_seed"]
+           "load_heldout", "load_sweep_prompts", "replicate_seed", "cold_skill_names",
+           "skill_hash_fraction", "read_skill_names", "resolve_cold_skills"]
 
 # Judge / JUDGES (who plays the model in learning turns) are defined in mythloop.vocab.
 # Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
@@ -98,6 +99,15 @@ class SweepConfig(BaseModel):
     parallel_shards: int = Field(1, ge=1, le=64)
     """Condition x replicate runs (subflows) side by side in this process, each in its own
     sandbox (in-process sweeps only; a fanned-out sweep leaves this to the work pool)."""
+    cold_skills: float | None = Field(None, gt=0.0, lt=1.0)
+    """Hold back this fraction of the pool's skills, chosen by a stable hash of the name and
+    the sweep's seed (`cold_skill_names`): the prompts whose expected skill is one of them
+    are never learned from (docs/blend.md, "Cold skills")."""
+    cold_skills_file: Path | None = None
+    """Hold back the skills this file names (one per line; `#` starts a comment) instead."""
+    add_skills_at: int | None = Field(None, ge=1)
+    """With cold skills: they join the pool only at this round (numbered from 0, as the
+    round files are), and their prompts are learned from from then on."""
 
     @field_validator("conditions")
     @classmethod
@@ -136,6 +146,11 @@ class SweepConfig(BaseModel):
         keep["prompts_file"] = str(self.resolved_prompts_file())
         if self.heldout_file is None:
             keep.pop("heldout_file", None)  # sweeps from before the option resume as they were
+        for key in ("cold_skills", "cold_skills_file", "add_skills_at"):
+            if keep.get(key) is None:
+                keep.pop(key, None)  # likewise
+        if self.cold_skills_file is not None:
+            keep["cold_skills_file"] = str(self.cold_skills_file.expanduser().resolve())
         else:
             keep["heldout_file"] = str(self.resolved_heldout_file())
         return hashlib.sha256(repr(sorted(keep.items())).encode()).hexdigest()[:16]
@@ -332,3 +347,66 @@ def replicate_seed(base_seed: int, replicate: int) -> int:
     """A stable per-replicate seed, the same for both conditions (paired comparison)."""
     digest = hashlib.sha256(f"{base_seed}:{replicate}".encode()).hexdigest()
     return int(digest[:8], 16)
+
+
+def skill_hash_fraction(name: str, seed: int) -> float:
+    """A skill's place in [0, 1): a stable hash of its name and the sweep's seed (the cold
+    skills are those under the --cold-skills fraction)."""
+    digest = hashlib.sha256(f"cold-skill:{seed}:{name}".encode()).hexdigest()
+    return int(digest[:13], 16) / float(16 ** 13)
+
+
+def cold_skill_names(names: list[str], fraction: float, seed: int) -> list[str]:
+    """The skills whose hash falls under `fraction` (sorted): the same for every condition and
+    replicate of a sweep, and for any pool order."""
+    return sorted(n for n in names if skill_hash_fraction(n, seed) < fraction)
+
+
+def read_skill_names(path: Path) -> list[str]:
+    """A --cold-skills file: one skill name per line; blank lines and `#` comments skipped.
+    Raises ValueError (one line) when it cannot be read or names nothing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read cold-skills file {path}: {exc}") from None
+    names = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    names = list(dict.fromkeys(n for n in names if n))
+    if not names:
+        raise ValueError(f"cold-skills file {path} names no skill: write one skill name a line")
+    return names
+
+
+def resolve_cold_skills(config: SweepConfig, names: list[str], seed: int) -> list[str]:
+    """The sweep's cold skills among the pool's `names` (sorted; [] without the options).
+    Raises ValueError (one line) for a file naming a skill the pool lacks, a fraction that
+    selects no skill or every skill, or --add-skills-at without cold skills or past the
+    last round."""
+    if config.cold_skills is not None and config.cold_skills_file is not None:
+        raise ValueError("give --cold-skills a fraction or a file, not both")
+    if config.cold_skills_file is not None:
+        path = config.cold_skills_file.expanduser().resolve()
+        wanted = read_skill_names(path)
+        unknown = [n for n in wanted if n not in set(names)]
+        if unknown:
+            raise ValueError(f"cold-skills file {path} names {', '.join(unknown[:5])}"
+                             f"{' ...' if len(unknown) > 5 else ''}, not a valid skill of the "
+                             "pool: fix the file or --pool")
+        cold = sorted(wanted)
+    elif config.cold_skills is not None:
+        cold = cold_skill_names(names, config.cold_skills, seed)
+        if not cold:
+            raise ValueError(f"--cold-skills {config.cold_skills:g} selects none of the pool's "
+                             f"{len(names)} skills: give a larger fraction")
+    else:
+        cold = []
+    if cold and len(cold) == len(set(names)):
+        raise ValueError(f"--cold-skills would hold back all {len(cold)} skills of the pool: "
+                         "give a smaller fraction or fewer names")
+    if config.add_skills_at is not None:
+        if not cold:
+            raise ValueError("--add-skills-at needs --cold-skills (the skills it adds)")
+        if config.add_skills_at >= config.rounds:
+            raise ValueError(f"--add-skills-at {config.add_skills_at} is past the last round "
+                             f"({config.rounds - 1}, rounds numbered from 0): give 1.."
+                             f"{config.rounds - 1} or more --rounds")
+    return cold

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mythloop.skills.catalog import Catalog, load_catalog
-from mythloop.sweep.config import SweepConfig, SweepPrompt, load_sweep_prompts
+from mythloop.sweep.config import (
+    SweepConfig,
+    SweepPrompt,
+    load_sweep_prompts,
+    resolve_cold_skills,
+)
 from mythloop.sweep.records import SweepRecordError, read_sweep_record
 
 __all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
@@ -35,6 +40,8 @@ class CheckedInputs:
     catalog: Catalog
     prompts: list[SweepPrompt]
     file_seed: int
+    cold_skills: tuple[str, ...] = ()
+    """The skills held back (--cold-skills), sorted."""
 
     def catalog_issues(self) -> list[dict[str, str]]:
         """The invalid SKILL.md files left out of the pool, as sweep.json records them."""
@@ -58,8 +65,22 @@ def check_inputs(config: SweepConfig) -> CheckedInputs:
     except ValueError as exc:
         raise InputError(one_line(exc)) from None
     _check_prompts_against_pool(prompts, catalog, path, config.resolved_pool())
+    cold = _check_cold_skills(config, catalog, file_seed)
     _check_results_dir(config)
-    return CheckedInputs(catalog, prompts, file_seed)
+    return CheckedInputs(catalog, prompts, file_seed, tuple(cold))
+
+
+def _check_cold_skills(config: SweepConfig, catalog: Catalog, file_seed: int) -> list[str]:
+    """--cold-skills / --add-skills-at against the pool (config.resolve_cold_skills)."""
+    path = config.cold_skills_file
+    if path is not None and not path.expanduser().is_file():
+        raise InputError(f"cold-skills file {path.expanduser().resolve()} does not exist: pass "
+                         "--cold-skills FRACTION (0 < F < 1) or a file naming one skill a line")
+    seed = config.seed if config.seed is not None else file_seed
+    try:
+        return resolve_cold_skills(config, catalog.names(), seed)
+    except ValueError as exc:
+        raise InputError(one_line(exc)) from None
 
 
 def _check_pool(config: SweepConfig) -> Catalog:

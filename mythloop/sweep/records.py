@@ -194,6 +194,11 @@ class SweepRecord(_Row):
     python: str | None = None
     study: str | None = None
     """Set (to "noise") only in a noise study's own sweep.json."""
+    cold_skills: list[str] = Field(default_factory=list)
+    """Skills held back from learning (--cold-skills); the report splits held-out metrics
+    into warm and cold skills when any."""
+    add_skills_at: int | None = None
+    """The round the cold skills joined the pool (--add-skills-at); None: in it throughout."""
 
     @property
     def is_study(self) -> bool:

@@ -75,6 +75,15 @@ def sweep(
     parallel_shards: int = typer.Option(
         _CONFIG.parallel_shards, min=1, max=64,
         help="Condition x replicate runs side by side in this process, each in its own sandbox."),
+    cold_skills: str | None = typer.Option(
+        None, "--cold-skills", metavar="FRACTION|FILE",
+        help="Hold back skills: a fraction (0 < F < 1) chosen by a stable hash of the name and "
+             "the seed, or a file naming them one a line. Their prompts are never learned "
+             "from; the report splits held-out metrics into warm and cold skills."),
+    add_skills_at: int | None = typer.Option(
+        None, "--add-skills-at", metavar="ROUND",
+        help="With --cold-skills: add those skills to the pool only at this round (numbered "
+             "from 0, as round_<r>.jsonl), learning from their prompts from then on."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Run sweep conditions x replicates x rounds of measure -> learn, then the analysis.
@@ -95,6 +104,7 @@ def sweep(
               "setting)")
     if judge not in JUDGES:
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
+    cold_fraction, cold_file = _cold_skills(cold_skills, add_skills_at)
     from pydantic import ValidationError
 
     from mythloop.settings import get_settings
@@ -114,7 +124,8 @@ def sweep(
             seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict,
             concurrency=concurrency, task_per_turn=task_per_turn,
-            parallel_shards=parallel_shards)
+            parallel_shards=parallel_shards, cold_skills=cold_fraction,
+            cold_skills_file=cold_file, add_skills_at=add_skills_at)
     except ValidationError as exc:
         from mythloop.checks import plain_errors
 
@@ -163,6 +174,25 @@ def _fail(message: str) -> NoReturn:
     """One clear error line on stderr, exit code 2."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+def _cold_skills(value: str | None, add_at: int | None) -> tuple[float | None, Path | None]:
+    """--cold-skills as (fraction, None) or (None, file); --add-skills-at checked too."""
+    if add_at is not None and add_at < 1:
+        _fail(f"--add-skills-at {add_at} is not a later round: give a round >= 1 (rounds are "
+              "numbered from 0)")
+    if value is None:
+        if add_at is not None:
+            _fail("--add-skills-at needs --cold-skills (the skills it adds)")
+        return None, None
+    try:
+        fraction = float(value)
+    except ValueError:
+        return None, Path(value)
+    if not 0.0 < fraction < 1.0:
+        _fail(f"--cold-skills {value} is outside 0..1 (exclusive): give a fraction such as "
+              "0.2, or a file naming the skills one a line")
+    return fraction, None
 
 
 def _split_extras(noise: float, extra: list[str]) -> tuple[list[float], list[str]]:

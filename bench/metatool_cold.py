@@ -1,0 +1,276 @@
+"""Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
+
+An in-memory replica of the sweep's C4 loop (as bench/metatool_replica.py: the same top-5
+catalogs from the round's starting state, the simulated judge's MetaTool behaviour at noise
+0.2: the right tool, when shown, HELPFUL, flipped to HARMFUL at the noise rate; the newest 20
+helpful prompts kept), with a fifth of the tools held back by a hash of the name
+(`cold_skill_names`, seed 42, as `mythloop sweep --cold-skills 0.2`): their train queries
+are never learned from, or (add_at) the tools join the pool at that round and their
+queries are learned from then on. Dev is split into warm and cold queries by the right
+tool. Variants of the C4 score and of the learning catalog are compared side by side.
+
+C4's score here is semantic + wl * lexical + wc * help_match (the count and related-reason
+terms left out, as in bench/metatool_replica.py). Variant keys: `prior` (the description's
+pseudo-count in the prototype, settings.c4_prior), `lex` ("learned": BM25 over name,
+description and the learned prompts, C4 before issue 40; "desc": name + description only;
+"pad": the description repeated for each missing learned prompt; "bounded" with `mixfull`: a
+mix of the two indices weighted by the evidence), `center` (prototype and query centred),
+`rerank` (learned words re-order the top k only), `explore` (sigma of the Thompson-sampled
+exploration slot, ranks 5-15, as mythloop/router/explore.py), `wc`, `wl` (weights). The
+judge's flips come from numpy's generator (means over the seeds), not the sweep's hashes.
+
+    python bench/metatool_cold.py            # ~1 min once the embeddings are cached; JSON
+    python bench/metatool_cold.py '{"variants": {"x": {"prior": 1}}, "add_at": 2}'
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from metatool_ceiling import METATOOL, embedded  # noqa: E402
+
+from mythloop.router.lexical import BM25  # noqa: E402
+from mythloop.sweep.config import cold_skill_names  # noqa: E402
+
+KEEP = 20
+CACHE = Path(tempfile.gettempdir()) / "mythloop-metatool-embedded.pkl"
+
+
+def _load() -> dict:
+    if CACHE.exists():
+        return pickle.loads(CACHE.read_bytes())
+    e = embedded()
+    e = {k: v for k, v in e.items() if k not in ("skills", "train_prompts", "dev_prompts")} | {
+        "names": [s.name for s in e["skills"]],
+        "bodies": [s.body or s.description for s in e["skills"]]}
+    CACHE.write_bytes(pickle.dumps(e))
+    return e
+
+
+def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
+    rank = (score > score[np.arange(gold.shape[0]), gold][:, None]).sum(axis=1) + 1
+    return {"hit@1": round(float(np.mean(rank == 1)), 3), "hit@5": round(float(np.mean(rank <= 5)), 3)}
+
+
+def _score(e, q, texts, helps, present, v) -> np.ndarray:
+    n = e["full"].shape[0]
+    semantic = np.maximum(q @ e["full"].T, q @ e["name"].T)
+    if v.get("c0"):
+        return np.where(present, semantic, -np.inf)
+    counts = np.array([min(len(k), KEEP) for k in helps], dtype=float)
+    sums = np.zeros((n, e["train"].shape[1]))
+    for j, kept in enumerate(helps):
+        if kept:
+            sums[j] = e["train"][kept[-KEEP:]].sum(axis=0)
+    n0 = v.get("prior", 0.0)
+    if v.get("center"):  # both sides centred: the share every prompt (or description) has
+        kept_all = [i for kept in helps for i in kept[-KEEP:]]
+        mu_p = e["train"][kept_all].mean(axis=0) if kept_all else np.zeros(e["train"].shape[1])
+        mu_d = e["full"].mean(axis=0)
+        d = e["full"] - mu_d
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        mvec = sums - counts[:, None] * mu_p
+        mvec /= np.maximum(np.linalg.norm(mvec, axis=1, keepdims=True), 1e-12)
+        protos = n0 * d + counts[:, None] * mvec
+        protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+        qc = q - mu_p
+        qc = qc / np.linalg.norm(qc, axis=1, keepdims=True)
+        help_match = qc @ protos.T
+    else:
+        help_match = None
+    protos = sums + n0 * e["full"]
+    protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+    help_match = q @ protos.T if help_match is None else help_match
+    if v.get("relative"):  # the learned part counts only beyond what the description says
+        help_match = help_match - np.where(counts > 0, q @ e["full"].T, help_match)
+        help_match = np.maximum(help_match, 0.0) if v.get("relative") == "pos" else help_match
+    lex_mode = v.get("lex", "learned")
+    if lex_mode == "learned":
+        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
+                for d, kept in zip(e["docs"], helps, strict=True)]
+        index = BM25(docs)
+        lex = np.stack([index.normalised(t) for t in texts])
+    elif lex_mode == "novel":  # learned words only where no description has them
+        from mythloop.router.lexical import tokens
+        vocab = {w for d in e["docs"] for w in tokens(d)}
+        docs = [" ".join([d, *(w for i in kept[-KEEP:] for w in tokens(e["train_texts"][i])
+                               if w not in vocab)])
+                for d, kept in zip(e["docs"], helps, strict=True)]
+        index = BM25(docs)
+        lex = np.stack([index.normalised(t) for t in texts])
+    elif lex_mode == "pad":  # the description stands in for each missing learned prompt
+        P = v.get("pad", 5)
+        docs = [" ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])]
+                         + [d] * max(0, P - len(kept[-KEEP:])))
+                for d, kept in zip(e["docs"], helps, strict=True)]
+        index = BM25(docs)
+        lex = np.stack([index.normalised(t) for t in texts])
+    elif lex_mode == "standin":  # a skill without learned prompts: its body stands in
+        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}" if kept
+                else f"{d} {body}" for d, kept, body in zip(e["docs"], helps, e["bodies"], strict=True)]
+        index = BM25(docs)
+        lex = np.stack([index.normalised(t) for t in texts])
+    elif lex_mode == "desc":
+        index = BM25(e["docs"])
+        lex = np.stack([index.normalised(t) for t in texts])
+    else:  # "bounded": description BM25 + learned-prompt BM25 scaled by the evidence
+        base = BM25(e["docs"])
+        learned = BM25([" ".join(e["train_texts"][i] for i in kept[-KEEP:]) for kept in helps])
+        ev = counts / (counts + v.get("k", 5.0))
+        if v.get("abs"):  # learned words on an absolute scale (their BM25 / T, at most 1)
+            lex = np.stack([base.normalised(t) + v.get("wlearn", 1.0) / v.get("wl", 0.2) * ev
+                            * np.minimum(learned.scores(t) / v["abs"], 1.0) for t in texts])
+        elif v.get("mix"):  # a convex mix: the description stands in until evidence grows
+            mix = counts / (counts + v["mix"])
+            lex = np.stack([(1 - mix) * base.normalised(t) + mix * learned.normalised(t)
+                            for t in texts])
+        elif v.get("mixfull"):  # the same with the learned document = description + prompts
+            mix = counts / (counts + v["mixfull"])
+            full = BM25([f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
+                         for d, kept in zip(e["docs"], helps, strict=True)])
+            lex = np.stack([(1 - mix) * base.normalised(t) + mix * full.normalised(t)
+                            for t in texts])
+        elif v.get("sum"):
+            lex = np.stack([base.normalised(t) + ev * learned.normalised(t) for t in texts])
+        else:
+            lex = np.stack([np.maximum(base.normalised(t), ev * learned.normalised(t))
+                            for t in texts])
+    score = semantic + v.get("wl", 0.2) * lex + v.get("wc", 1.0) * help_match
+    score = np.where(present, score, -np.inf)
+    if v.get("rerank"):  # learned words re-order the first stage's top k only
+        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
+                for d, kept in zip(e["docs"], helps, strict=True)]
+        index = BM25(docs)
+        learned = np.stack([index.normalised(t) for t in texts])
+        k = v["rerank"]
+        top = np.argsort(-score, axis=1)[:, :k]
+        rows = np.arange(score.shape[0])[:, None]
+        bonus = v.get("wr", 0.2) * (learned[rows, top] - (lex[rows, top] if v.get("delta") else 0))
+        score[rows, top] += 10.0 + bonus
+    return score
+
+
+def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    n = e["full"].shape[0]
+    is_cold = np.isin(np.arange(n), cold)
+    helps: list[list[int]] = [[] for _ in range(n)]
+    nverd = np.zeros(n)
+    cold_dev = is_cold[e["dev_gold"]]
+    out = []
+    sigma = v.get("explore", 0.0)
+    for r in range(rounds):
+        present = ~is_cold if add_at is not None and r < add_at else np.ones(n, bool)
+        dev = _score(e, e["dev"], e["dev_texts"], helps, present, v)
+        out.append({"warm": _hits(dev[~cold_dev], e["dev_gold"][~cold_dev]),
+                    "cold": _hits(dev[cold_dev], e["dev_gold"][cold_dev]) if cold_dev.any()
+                    else {"hit@1": 0.0, "hit@5": 0.0}})
+        if v.get("c0"):
+            continue
+        learn = ~is_cold[e["train_gold"]] | (add_at is not None and r >= add_at)
+        idx = np.flatnonzero(learn)
+        tr = _score(e, e["train"][idx], [e["train_texts"][i] for i in idx], helps, present, v)
+        order = np.argsort(-tr, axis=1)
+        for row, i in enumerate(idx):
+            shown = list(order[row, :5])
+            if sigma:
+                window = order[row, 4:15]
+                window = window[present[window]]
+                draw = tr[row, window] + sigma * rng.standard_normal(window.size) / np.sqrt(1 + nverd[window])
+                shown[4] = window[int(np.argmax(draw))]
+            gold = e["train_gold"][i]
+            if gold in shown:
+                nverd[gold] += 1
+                if rng.random() >= noise:
+                    helps[gold].append(i)
+    return out
+
+
+def run(variants: dict, seeds=(0,), add_at=None, fraction=0.2) -> dict:
+    e = _load()
+    names = e["names"]
+    cold = [names.index(c) for c in cold_skill_names(names, fraction, 42)] if fraction else []
+    res = {"cold_tools": len(cold), "data": str(METATOOL)}
+    for label, v in variants.items():
+        runs = [loop(e, cold, s, add_at=add_at, **v) for s in seeds]
+        res[label] = [{part: {k: round(float(np.mean([x[i][part][k] for x in runs])), 3)
+                              for k in ("hit@1", "hit@5")} for part in ("warm", "cold")}
+                      for i in range(len(runs[0]))]
+    return res
+
+
+DEFAULT = {"c0": {"c0": True},
+           "c4 before (learned words, no prior)": {},
+           "prior 0.5, learned words": {"prior": 0.5},
+           "no prior, name + description BM25": {"lex": "desc"},
+           "c4 now (prior 0.5, name + description BM25, explore 0.1)":
+               {"prior": 0.5, "lex": "desc", "explore": 0.1}}
+
+
+def default_study(seeds=(0, 1)) -> dict:
+    """The table of docs/blend.md ("Cold skills"): every variant on the cold split, with the
+    cold skills added at round 2, and with no skill held back."""
+    return {"cold 0.2": run(DEFAULT, seeds), "cold 0.2, added at round 2": run(DEFAULT, seeds, 2),
+            "no cold skills": run(DEFAULT, seeds, fraction=0)}
+
+
+RECORD = Path(__file__).with_name("metatool_cold.json")
+
+
+def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
+    """cond -> [{round, warm hit@1, warm hit@5, cold hit@1, cold hit@5}] from a finished
+    sweep's metrics.json (`mythloop sweep ... --cold-skills`), for `conds` (default: all)."""
+    metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
+    out = {}
+    for cond, rounds in metrics["per_round"].items():
+        if conds and cond not in conds:
+            continue
+        rows = []
+        for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0])):
+            row = {"round": int(r)}
+            for part in ("warm", "cold"):
+                for k in ("hit@1", "hit@5"):
+                    # no skill held back: every held-out prompt is warm
+                    key = f"heldout_{part}.{k}" if "heldout_warm.hit@1" in s else f"heldout.{k}"
+                    if key in s and (part == "warm" or "heldout_warm.hit@1" in s):
+                        row[f"{part} {k}"] = round(s[key]["mean"], 3)
+            rows.append(row)
+        out[cond] = rows
+    return out
+
+
+def record(label: str, results_dir: Path, conds: str, command: str, wall_s: float,
+           load: str, commit: str) -> None:
+    """Add a finished sweep's warm / cold rows (conditions `conds`, comma-separated) under
+    `label` in bench/metatool_cold.json; RESULTS.md's "Cold skills on MetaTool" section is
+    rendered from it. Several sweeps may fill one label (C0 from one, C4 from another)."""
+    data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+    entry = data.setdefault("sweeps", {}).setdefault(label, {"rounds": {}, "runs": []})
+    wanted = [c for c in conds.split(",") if c]
+    entry["rounds"].update(sweep_table(results_dir, wanted))
+    entry["runs"] = [r for r in entry["runs"] if r["conds"] != wanted] + [{
+        "conds": wanted, "command": command, "wall_s": round(wall_s), "load": load,
+        "commit": commit}]
+    RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--record":  # LABEL DIR CONDS COMMAND WALL LOAD COMMIT
+        record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6]),
+               sys.argv[7], sys.argv[8])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--replica":  # the variants table, recorded
+        data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+        data["replica"] = default_study()
+        RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(json.dumps(data["replica"], indent=1))
+    elif len(sys.argv) > 1:
+        print(json.dumps(run(**json.loads(sys.argv[1])), indent=1))
+    else:
+        print(json.dumps(default_study(), indent=1))
