@@ -40,7 +40,8 @@ _PREPARED: list[bool] = []
 
 @contextlib.contextmanager
 def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | None = None,
-                 stopped: str | None = None) -> Iterator[None]:
+                 stopped: str | None = None,
+                 explained: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
     """Run flows from the CLI.
 
     - Prefect's per-task console lines are hidden unless --verbose (the flows print one
@@ -58,6 +59,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
       and stops it, and exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
       A second signal stops everything at once. For a command that runs until Ctrl-C
       (`serve`), `stopped` is the line printed instead, and the exit code is 0.
+    - `explained`: exceptions the command answers itself in one line (a sweep that stopped
+      failing): Prefect's console records of them (the engine's traceback, "Finished in
+      state Failed", the failure hook's line) are held back unless --verbose; the API and the
+      UI still get them.
     """
     from mythloop_app.discovery import local_server_url
 
@@ -111,6 +116,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     if not verbose:
         import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
     quieted = None if verbose else _hide_termination_crash_lines()
+    unexplained = None if verbose or not explained else _add_console_filter(
+        _ExplainedFailures(explained))
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -153,6 +160,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
             signal.signal(sig, old)
         if quieted is not None:
             quieted()
+        if unexplained is not None:
+            unexplained()
         if state["interrupted"]:
             say_interrupted()  # if Ctrl-C came while the server was being drained
             if state["server"] is not None:
@@ -419,6 +428,33 @@ class _NoTerminationCrash:
         return "by a termination signal" not in str(record.getMessage())
 
 
+class _ExplainedFailures:
+    """Console filter: drops Prefect's records of an exception the command explains itself
+    (its type in the record's exc_info or named in its message), and, once the first kind
+    was seen (the one that ends the command), Prefect's later errors of the same failure
+    (the parent flow's, the failure hook's)."""
+
+    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+        self.kinds, self.seen = kinds, False
+
+    def _kind(self, record) -> type[BaseException] | None:
+        exc = record.exc_info[1] if record.exc_info else None
+        message = str(record.getMessage())
+        for kind in self.kinds:
+            if isinstance(exc, kind) or kind.__name__ in message:
+                return kind
+        return None
+
+    def filter(self, record) -> bool:
+        if record.levelno < 30 or not record.name.startswith("prefect"):
+            return True
+        kind = self._kind(record)
+        if kind is not None:
+            self.seen = self.seen or kind is self.kinds[0]
+            return False
+        return not (self.seen and record.levelno >= 40)
+
+
 def _hide_termination_crash_lines():
     """Add the filter to every console handler; returns the function that removes it."""
     return _add_console_filter(_NoTerminationCrash())
@@ -541,14 +577,16 @@ def _quiet_console() -> None:
                 handler.setLevel(logging.CRITICAL + 1)
 
 
-def resume_command(*, add: dict[str, str] | None = None) -> str:
+def resume_command(*, add: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> str:
     """The command line this process was started with, for the resume hint.
 
-    `add` names options to append when absent (e.g. the results dir chosen for this run).
+    `add` names options to append when absent (e.g. the results dir chosen for this run);
+    `drop` names flags (options without a value) to leave out, those that would undo the
+    resume (a film's `--fresh` calls every stage and renders every scene again).
     """
     import shlex
 
-    args = list(sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a not in drop]
     for option, value in (add or {}).items():
         if not any(a == option or a.startswith(option + "=") for a in args):
             args += [option, value]
