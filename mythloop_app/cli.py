@@ -68,7 +68,7 @@ def main() -> None:
     state = Path(os.environ.get("MYTHLOOP_STATE_DIR") or ".mythloop").expanduser()
     existed = state.exists()
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="mythloop")
     except typer.TyperException as exc:  # typer's click: every usage error
         if type(exc).__name__ == "NoArgsIsHelpError":  # `mythloop` alone: the help
             exc.show()
