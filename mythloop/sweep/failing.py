@@ -1,6 +1,6 @@
 """When a sweep stops on its own: most of a round's learning turns failed for one reason.
 
-The rule (docs/sweeps.md, "A failing sweep stops"): after each round's learn step, when more
+The rule (docs/operations.md, "A failing sweep stops"): after each round's learn step, when more
 than half of that round's learning turns failed and the most common reason accounts for more
 than half of them, the sweep stops (`SweepFailing`) instead of measuring and learning on: a
 missing login, a refused key or an unreachable endpoint fails every later turn the same way,
