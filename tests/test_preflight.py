@@ -193,3 +193,40 @@ def test_doctor_lists_each_backend(monkeypatch):
     assert [checks[f"backend {n}"].ok for n in MODEL_BACKENDS] == [True, True, True, False]
     assert not any(check.required for check in checks.values())
     assert "cannot reach" in checks["backend openai"].detail and checks["backend openai"].fix
+
+
+def test_a_sweep_whose_turns_all_fail_stops_in_one_line_and_records_no_night(tmp_path):
+    """What the probe cannot see (here: a claude CLI that answers --version but is not
+    logged in) shows in the turns: round 1 fails alike, the sweep stops with one stderr line
+    naming the reason, the count and the resume command, exits 1, leaves no report and no
+    night, and its flow run is Failed in Prefect."""
+    import json
+    import sqlite3
+
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "MYTHLOOP_", "M2M_", "FAKE_"))}
+    env.update(PATH=f"{FAKES}:{os.environ['PATH']}", FAKE_MODE="auth",
+               MYTHLOOP_STATE_DIR=str(tmp_path / "state"),
+               PREFECT_HOME=str(tmp_path / "state" / "prefect"))
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "sweep", "--judge",
+                           "claude", "--conditions", "c0", "--rounds", "2", "--results-dir",
+                           str(results)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-3000:])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith("error: the sweep stopped: ")
+    assert "learning turns of c0-rep1 round 1 failed for the same reason" in lines[0]
+    assert "not authenticated" in lines[0]
+    assert lines[0].endswith(f"rerun the same command to resume: mythloop sweep --judge claude "
+                             f"--conditions c0 --rounds 2 --results-dir {results}")
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (results / "report.md").exists()
+    assert not (tmp_path / "state" / "history.jsonl").exists()
+    with sqlite3.connect(tmp_path / "state" / "prefect" / "prefect.db") as db:
+        states = dict(db.execute("select name, state_type from flow_run"))
+    assert states["sweep-claude"] == "FAILED", states
+    turns = [json.loads(line) for line in
+             (results / "c0-rep1" / "turns.jsonl").read_text().splitlines()]
+    assert turns and all(t["status"] == "failed" for t in turns)

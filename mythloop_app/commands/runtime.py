@@ -436,12 +436,13 @@ class _ExplainedFailures:
 
     def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
         self.kinds, self.seen = kinds, False
+        self.names = {kind: tuple(_class_names(kind)) for kind in kinds}
 
     def _kind(self, record) -> type[BaseException] | None:
         exc = record.exc_info[1] if record.exc_info else None
         message = str(record.getMessage())
-        for kind in self.kinds:
-            if isinstance(exc, kind) or kind.__name__ in message:
+        for kind in self.kinds:  # the engine names the class: "... an exception AuthError: ..."
+            if isinstance(exc, kind) or any(f"{name}:" in message for name in self.names[kind]):
                 return kind
         return None
 
@@ -453,6 +454,14 @@ class _ExplainedFailures:
             self.seen = self.seen or kind is self.kinds[0]
             return False
         return not (self.seen and record.levelno >= 40)
+
+
+def _class_names(kind: type) -> set[str]:
+    """The names of `kind` and of every subclass of it."""
+    names = {kind.__name__}
+    for sub in kind.__subclasses__():
+        names |= _class_names(sub)
+    return names
 
 
 def _hide_termination_crash_lines():
