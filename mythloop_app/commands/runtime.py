@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -310,7 +311,14 @@ class _ServerWatch:
     def gone_now(self) -> bool:
         """Called when the flow raised: if the API is down, say so (one line, exit 3) instead
         of the traceback; False when the API is fine (the error is the flow's own)."""
+        import time
+
         seen = self.status(max_age=0.0)
+        for _ in range(4):  # a server in the middle of failing: let it say how (503, refused)
+            if seen != "silent":
+                break
+            time.sleep(0.5)
+            seen = self.status(max_age=0.0)
         if seen == "ok":
             return False
         if self.api_url is None:
@@ -381,20 +389,52 @@ def _database_name() -> str:
 
 class _ApiLossFilter:
     """Console filter while another server is watched: a warning or error from Prefect while
-    its API does not answer is held back (the watch's one line says it) and wakes the watch."""
+    its API does not answer is held back (the watch's one line says it) and wakes the watch.
+
+    The watch probes once a second, so its last answer may be an "ok" from before the API
+    failed. A record that says the API failed (a 5xx, a broken connection: `_API_FAILURE`) is
+    therefore held back whatever the last probe said, and from then on every Prefect warning
+    is held until a fresh probe finds the API well; a record carrying any other exception is
+    judged by a fresh probe, not the last one. So the engine's traceback of a run that the
+    lost API ended never reaches the terminal ahead of the one line."""
 
     def __init__(self, watch: _ServerWatch) -> None:
         self.watch = watch
+        self.failing = False  # a record said the API failed; not yet seen well again
 
     def filter(self, record) -> bool:
         if record.levelno < 30 or not record.name.startswith("prefect"):
             return True
         if self.watch.api_url is None or self.watch.done.is_set():
             return True
-        if self.watch.status() == "ok":
+        if _API_FAILURE.search(_record_text(record)):
+            self.failing = True
+            self.watch.poke.set()
+            return False
+        fresh = self.failing or record.exc_info is not None
+        if self.watch.status(max_age=0.0 if fresh else 1.0) == "ok":
+            self.failing = False
             return True
         self.watch.poke.set()
         return False
+
+
+_API_FAILURE = re.compile(
+    r"Server error|Internal Server Error|Service Unavailable|Bad Gateway|Gateway Timeout|"
+    r"ConnectError|ReadError|RemoteProtocolError|ReadTimeout|ConnectTimeout|"
+    r"Connection refused|connection was closed|PrefectHTTPStatusError|HTTPStatusError")
+
+
+def _record_text(record) -> str:
+    """A record's message and, when it carries one, its exception's type and text."""
+    text = str(record.getMessage())
+    if record.exc_info and record.exc_info[1] is not None:
+        exc = record.exc_info[1]
+        text += f" {type(exc).__name__}: {exc}"
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None:
+            text += f" {type(cause).__name__}: {cause}"
+    return text
 
 
 def _hold_back_api_loss(watch: _ServerWatch):
