@@ -189,14 +189,16 @@ def test_ctrl_c_mid_round_ends_the_sweep_and_the_rerun_finishes_it(tmp_path, uni
 
 def _descendants(pid: int) -> dict[int, str]:
     """The command's process tree ({pid: command line}); the sandboxed render carries a
-    scrubbed environment, so it is found by parentage, not by the state folder."""
+    scrubbed environment, so it is found by parentage, not by the state folder. The whole
+    command line: the part a test looks for (the server's `...:create_app`) comes after the
+    checkout's paths, which are longer in a clean clone under a temporary folder."""
     from mythloop.procs import descendant_pids
 
     found = {}
     for child in descendant_pids(pid):
         with contextlib.suppress(OSError):
             found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(
-                b"\0", b" ").decode()[:160]
+                b"\0", b" ").decode(errors="replace")
     return found
 
 

@@ -144,8 +144,16 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                 except Exception:
                     watch.gone_now()  # the API went away under the flow: one line, exit 3
                     raise
-            except (KeyboardInterrupt, _termination_signal()):
-                # The flow engine has reported the runs under way as Crashed by now.
+            except (KeyboardInterrupt, _termination_signal()) as exc:
+                # The flow engine has reported the runs under way as Crashed by now. Which
+                # handler ran first (Prefect's SIGTERM bridge, or this module's, to which the
+                # bridge hands the signal back) is a matter of timing: the exit code is the
+                # signal's either way.
+                if not state["interrupted"]:
+                    signum = getattr(exc, "signal", None)
+                    state["code"] = 128 + int(signum) if signum else state["code"]
+                    if not verbose:
+                        _quiet_console()
                 state["interrupted"] = True
                 STOPPING.set()
                 raise typer.Exit(state["code"]) from None
@@ -460,12 +468,24 @@ def _termination_signal() -> type[BaseException]:
 
 
 class _NoTerminationCrash:
-    """Console filter: drops Prefect's "Crash detected! Execution was aborted (interrupted)
-    by a termination signal", logged by its SIGTERM bridge before this module's handler runs
-    and quiets the console; the one `interrupted; ...` line says it. The API still gets it."""
+    """Console filter: drops Prefect's records of a stop by signal ("Crash detected!
+    Execution was aborted by a termination signal", a task or flow engine's traceback of the
+    TerminationSignal or KeyboardInterrupt), logged before this module's handler runs and
+    quiets the console (Prefect's SIGTERM bridge runs first when the signal lands inside a
+    flow run); the one `interrupted; ...` line says it. The API still gets them."""
 
     def filter(self, record) -> bool:
-        return "by a termination signal" not in str(record.getMessage())
+        message = str(record.getMessage())
+        if "by a termination signal" in message or "TerminationSignal" in message:
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        for _ in range(10):  # the signal's exception, or one raised while handling it
+            if exc is None:
+                break
+            if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "TerminationSignal":
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
 
 
 class _ExplainedFailures:
