@@ -71,8 +71,8 @@ def main() -> None:
         code = app(standalone_mode=False, prog_name="mythloop")
     except typer.TyperException as exc:  # typer's click: every usage error
         if type(exc).__name__ == "NoArgsIsHelpError":  # `mythloop` alone: the help
-            exc.show()
-            code = exc.exit_code
+            exc.show()  # type: ignore[attr-defined]
+            code = getattr(exc, "exit_code", 2)
         else:
             typer.echo(f"error: {usage_error_line(exc)}", err=True)
             code = 2

@@ -192,7 +192,7 @@ def _run_checks():
 
 
 def doctor() -> None:
-    """Check Python deps, the embedding model, LaTeX, ffmpeg, the Prefect API, model CLIs.
+    """Check Python deps, the embedding model, LaTeX, ffmpeg, the Prefect API, model backends.
 
     One line per check; exits 1 when a required check fails, each failure naming its fix.
     """

@@ -519,6 +519,7 @@ class _ExplainedFailures:
 def _class_names(kind: type) -> set[str]:
     """The names of `kind` and of every subclass of it."""
     names = {kind.__name__}
+    sub: type
     for sub in kind.__subclasses__():
         names |= _class_names(sub)
     return names
