@@ -501,8 +501,9 @@ class _ExplainedFailures:
     def _kind(self, record) -> type[BaseException] | None:
         exc = record.exc_info[1] if record.exc_info else None
         message = str(record.getMessage())
-        for kind in self.kinds:  # the engine names the class: "... an exception AuthError: ..."
-            if isinstance(exc, kind) or any(f"{name}:" in message for name in self.names[kind]):
+        for kind in self.kinds:  # named by the engine: "exception AuthError: ...", "AuthError(...)"
+            if isinstance(exc, kind) or any(f"{name}:" in message or f"{name}(" in message
+                                            for name in self.names[kind]):
                 return kind
         return None
 
