@@ -120,6 +120,12 @@ def _targets(parts: dict) -> list[tuple[str, str, str, bool | None]]:
         rows.append(("bad_input", "each bad input answered in one line in < 1 s (median)",
                      f"{bad['worst_median_s']:.2f} s (slowest case)",
                      bad["worst_median_s"] < 1.0 and bad["all_one_line"]))
+        if "worst_backend_median_s" in bad:
+            rows.append(("bad_input", "an unusable model backend answered in one line in < 2 s "
+                         "(median), nothing written",
+                         f"{bad['worst_backend_median_s']:.2f} s (slowest case)",
+                         bad["worst_backend_median_s"] < 2.0 and bad["all_one_line"]
+                         and not bad.get("written")))
     return rows
 
 
@@ -743,6 +749,8 @@ def _bad_input(part: dict) -> list[str]:
                    f"{row['lines']} | {row['first_line'][:80].replace('|', '/')} |")
     if f.get("databases_left"):
         out += ["", f"A Prefect database was written: {', '.join(f['databases_left'])}."]
+    if f.get("written"):
+        out += ["", f"Written by a refused command: {', '.join(f['written'][:10])}."]
     return out
 
 

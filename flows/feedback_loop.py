@@ -81,6 +81,7 @@ from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
 from mythloop.sweep import ConditionRun, SweepConfig
 from mythloop.sweep.config import default_results_dir, load_sweep_prompts, replicate_seed
+from mythloop.sweep.failing import SweepFailing, failing_reason
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import (
     CatalogEntry,
@@ -158,14 +159,19 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
             run.prepare_round(round_idx)
             measured = measure_round(quote(run), round_idx)  # type: ignore[call-overload]
             if config.per_turn_tasks:
-                failed_turns += _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
-                                                    contract, config.resolved_concurrency())
+                rows = _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
+                                           contract, config.resolved_concurrency())
             else:  # in-process judge: the whole learn step is one task run in the library
                 rows = learn_round(quote(run), round_idx,  # type: ignore[call-overload]
                                    measured.catalogs, contract)
                 for row in rows:
                     run.append_turn(row)
-                failed_turns += sum(not row.ok for row in rows)
+            failed_turns += sum(not row.ok for row in rows)
+            failing = failing_reason(rows)
+            if failing:  # the round stays incomplete: the rerun after the fix redoes it
+                reason, count, total = failing
+                raise SweepFailing(f"{count} of {total} learning turns of {run.name} round "
+                                   f"{round_idx + 1} failed for the same reason: {reason}")
             run.mark_round_complete(round_idx)
             line = measured.round_line()  # trap-win, hit@5, held-out hit@1, hit@3
             where = f"round {round_idx + 1} of {config.rounds}"  # as report and plots say
@@ -182,12 +188,12 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
 
 def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
                         catalogs: dict[str, list[CatalogEntry]], contract: str,
-                        concurrency: int) -> int:
+                        concurrency: int) -> list:
     """A round's learning turns as task runs, at most `concurrency` at once (tagged ones also
     wait for a slot of the server's `llm` limit). Whatever order they finish in, their answers
-    are applied to the store and logged in prompt order. Returns how many turns failed."""
+    are applied to the store and logged in prompt order. Returns the turns' rows."""
     order = [prompt for prompt in run.learning_order if prompt.id in catalogs]  # not withheld
-    failed = 0
+    rows: list = []
     owner = object()  # marks this round's CLI calls (the worker threads copy the context)
     token = cli_owner.set(owner)
     # Its own pool, whatever runner the flow was started with (in-process or a deployment).
@@ -202,7 +208,7 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
         finally:
             cli_owner.reset(token)
         try:
-            failed = _apply_in_order(run, turn, round_idx, catalogs, order, futures)
+            rows = _apply_in_order(run, turn, round_idx, catalogs, order, futures)
         except BaseException:
             # Ctrl-C or a crash: start no queued turn and end the calls in flight now (their
             # CLIs run in their own sessions, out of reach of the terminal's Ctrl-C), rather
@@ -211,13 +217,14 @@ def _learn_turn_by_turn(run: ConditionRun, turn, round_idx: int,
                 future.wrapped_future.cancel()
             kill_owned_clis(owner)
             raise
-    return failed
+    return rows
 
 
 def _apply_in_order(run: ConditionRun, turn, round_idx: int,
-                    catalogs: dict[str, list[CatalogEntry]], order: list, futures: list) -> int:
-    """Wait for each turn in prompt order; apply its answer to the store and log its row."""
-    failed = 0
+                    catalogs: dict[str, list[CatalogEntry]], order: list, futures: list) -> list:
+    """Wait for each turn in prompt order; apply its answer to the store and log its row.
+    Returns the rows in prompt order."""
+    rows = []
     for prompt, future in zip(order, futures, strict=True):
         catalog = catalogs[prompt.id]
         future.wait()
@@ -233,13 +240,13 @@ def _apply_in_order(run: ConditionRun, turn, round_idx: int,
             error = _state_error(state)
             attempts = _attempts(error, turn)
         if row is None:
-            failed += 1
             row = run.failed_turn_row(prompt, round_idx, catalog, error,
                                       timed_out=_is_timeout(error), attempts=attempts)
             say(f"[sweep] {run.name} round {round_idx + 1} {prompt.id}: turn failed "
                  f"({(row.error or '')[:160]}); the round goes on")
         run.append_turn(row)
-    return failed
+        rows.append(row)
+    return rows
 
 
 def _state_error(state) -> BaseException | str:

@@ -34,7 +34,7 @@ from prefect.states import State
 from prefect.transactions import CommitMode, transaction
 from prefect.utilities.annotations import quote
 
-from mythloop.fileio import write_text_atomic
+from mythloop.fileio import write_text_if_changed
 from mythloop.mythos.code.scenes import SceneUnit, scene_cache_key, scene_file_text, scene_narration
 from mythloop.mythos.media.filmmedia import scene_narrations
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
@@ -139,14 +139,14 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     generated = CodegenResult.model_validate(coded.result())
     task_run_id, cached = _state_meta(coded)
     if cached:
-        write_text_atomic(session.run_dir / "07_codegen.raw.txt", generated.raw)
+        write_text_if_changed(session.run_dir / "07_codegen.raw.txt", generated.raw)
     header = generated.header
     units = [SceneUnit(s.index, s.name, s.code, s.narration or scene_narration(s.code))
              for s in generated.scenes]
     session.write_scene(generated.code, "codegen")
     scenes_dir = session.run_dir / "scenes"
     scenes_dir.mkdir(exist_ok=True)
-    write_text_atomic(scenes_dir / "header.py", header)
+    write_text_if_changed(scenes_dir / "header.py", header)
     manifest.add_stage({"stage": "codegen", "artifact": SCENE_FILE,
                         "seconds": generated.seconds, "cached": cached,
                         "model": generated.model, "prefect_task_run_id": task_run_id})

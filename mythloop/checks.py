@@ -2,6 +2,7 @@
 
     dir_problem(path, what)          a folder that is a file, or cannot be created or written
     plain_errors(exc, labels)        pydantic's ValidationError in plain words, one line
+    phrase(error)                    one pydantic error (a field or a CLI value) in plain words
     cron_problem(cron, timezone)     a cron expression or IANA timezone that is not valid
     replay_problem(topic, dir)       a replay topic with no recording
 
@@ -21,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from mythloop.data import data_path
 from mythloop.llm.replay import topic_slug
 
-__all__ = ["dir_problem", "plain_errors", "cron_problem", "replay_problem", "recorded_topics"]
+__all__ = ["dir_problem", "plain_errors", "phrase", "cron_problem", "replay_problem", "recorded_topics"]
 
 
 def dir_problem(path: str | os.PathLike, what: str) -> str | None:
@@ -64,9 +65,13 @@ _PHRASES = {
 }
 
 
-def _phrase(error: dict) -> str:
-    """What is wrong with one field, in plain words (no pydantic jargon)."""
+def phrase(error: dict) -> str:
+    """What is wrong with one value (a pydantic error dict), in plain words (no pydantic
+    jargon): "must be at least 1 (got 0)"."""
     kind, ctx = error.get("type", ""), error.get("ctx") or {}
+    given = error.get("input")
+    if isinstance(given, float) and given != given:  # nan: no bound is the reason
+        return "must be a number, not nan"
     if kind == "string_too_short":
         low = ctx.get("min_length", 1)
         return "is empty" if low == 1 else f"must be at least {low} characters long"
@@ -96,11 +101,11 @@ def plain_errors(exc: Exception, labels: dict[str, str] | None = None) -> str:
         loc = error.get("loc") or ()
         name = str(loc[-1]) if loc else ""
         label = labels.get(name, "--" + name.replace("_", "-") if name else "the input")
-        phrase = _phrase(error)
-        if error.get("type") == "value_error" and phrase.startswith(("the ", label)):
-            parts.append(phrase)
+        said = phrase(error)
+        if error.get("type") == "value_error" and said.startswith(("the ", label)):
+            parts.append(said)
         else:
-            parts.append(f"{label} {phrase}")
+            parts.append(f"{label} {said}")
     return "; ".join(dict.fromkeys(parts)) or " ".join(str(exc).split())
 
 

@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["write_text_atomic", "write_json_atomic", "copy_file_atomic", "replacing",
+__all__ = ["write_text_atomic", "write_json_atomic", "write_text_if_changed",
+           "write_json_if_changed", "copy_file_atomic", "replacing",
            "append_jsonl", "read_jsonl", "jsonl_text", "read_records", "RecordError",
            "describe_invalid"]
 
@@ -69,6 +70,24 @@ def write_json_atomic(path: Path | str, obj: Any) -> Path:
     """Indented JSON, written atomically."""
     return write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str)
                              + "\n")
+
+
+def write_text_if_changed(path: Path | str, text: str) -> Path:
+    """As write_text_atomic, but a file that already holds `text` is left as it is (its
+    mtime too): a resumed run does not rewrite what it had written."""
+    target = Path(path)
+    try:
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            return target
+    except (OSError, UnicodeDecodeError):
+        pass
+    return write_text_atomic(target, text)
+
+
+def write_json_if_changed(path: Path | str, obj: Any) -> Path:
+    """As write_json_atomic, but an identical file is left as it is."""
+    return write_text_if_changed(path, json.dumps(obj, indent=2, ensure_ascii=False,
+                                                  default=str) + "\n")
 
 
 def copy_file_atomic(src: Path | str, dst: Path | str) -> Path:

@@ -79,8 +79,10 @@ class Settings(BaseSettings):
     """A null prompt abstains when its top score is under this."""
 
     # --- model backends -----------------------------------------------------
-    backend: str = Field("offline", validation_alias=_env("BACKEND"))
-    """Default film backend: offline, replay, claude, gemini, codex, openai."""
+    backend: str | None = Field(None, validation_alias=_env("BACKEND"))
+    """The film backend when `film` is given no --backend (offline, replay, claude, gemini,
+    codex, openai); unset, `film` says no model is configured and lists the choices. `serve`
+    checks it before it starts."""
 
     command: str | None = Field(None, validation_alias=_env("COMMAND", "M2M_COMMAND"))
     """Executable for the CLI backend (overrides the backend's default binary)."""

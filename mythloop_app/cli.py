@@ -10,6 +10,10 @@ bench/startup.py).
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import sys
+from pathlib import Path
 
 import typer
 
@@ -57,7 +61,68 @@ def _main_callback(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    app()
+    """Run the CLI. Usage errors (a value out of range, an unknown option) are answered by
+    `usage_error_line` in one line on stderr, exit 2, instead of the multi-line panel typer
+    draws; a command that fails leaves no state folder it created and left empty
+    (`_tidy_state`)."""
+    state = Path(os.environ.get("MYTHLOOP_STATE_DIR") or ".mythloop").expanduser()
+    existed = state.exists()
+    try:
+        code = app(standalone_mode=False, prog_name="mythloop")
+    except typer.TyperException as exc:  # typer's click: every usage error
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `mythloop` alone: the help
+            exc.show()  # type: ignore[attr-defined]
+            code = getattr(exc, "exit_code", 2)
+        else:
+            typer.echo(f"error: {usage_error_line(exc)}", err=True)
+            code = 2
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        code = 1
+    code = code if isinstance(code, int) else 0
+    if code and not existed:
+        _tidy_state(state)
+    sys.exit(code)
+
+
+def usage_error_line(exc: Exception) -> str:
+    """A usage error in one line of plain words: "--rounds must be at least 1 (got 0); see
+    `mythloop sweep --help`". A value typer's own check refused (a range, a number) is said
+    by the words of mythloop.checks (`phrase`), which the models' own checks use too."""
+    ctx = getattr(exc, "ctx", None)
+    hint = f"; see `{ctx.command_path if ctx is not None else 'mythloop'} --help`"
+    param = getattr(exc, "param", None)
+    errors = getattr(exc.__cause__, "errors", None)
+    if isinstance(exc, typer.BadParameter) and param is not None and callable(errors):
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("-")]
+        label = "/".join(opts) if opts else str(getattr(param, "name", "") or "value").upper()
+        if errors():
+            from mythloop.checks import phrase  # noqa: PLC0415 (only on a usage error)
+
+            error = dict(errors()[0])
+            got = error.get("input")
+            if isinstance(got, str):  # what was typed: 0, abc (not '0')
+                error["input"] = _number(got)
+            return f"{label} {phrase(error)}{hint}"
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    return " ".join(message.split()).rstrip(".") + hint
+
+
+def _number(text: str) -> object:
+    """What the user typed, as a number when it is one (nan included), else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _tidy_state(state: Path) -> None:
+    """Remove the state folder this failed command created, when it holds no file (the
+    error paths of route, render, tags, ... prepare it before they refuse their input)."""
+    if state.is_dir() and not any(p.is_file() or p.is_symlink() for p in state.rglob("*")):
+        shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -360,3 +360,93 @@ def test_analyze_prints_the_data_issues_it_found(ws):
     metrics = json.loads((ws["earlier"] / "metrics.json").read_text(encoding="utf-8"))
     assert f"data issues: {len(metrics['data_issues'])} " in res.stdout
     assert f"c0-rep1/turns.jsonl:{lines}: malformed JSON" in res.stdout
+
+
+# ---- issue 38: range errors, files, folders: one line each, nothing written ------------------
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (["sweep", "--rounds", "0"], ("--rounds must be at least 1 (got 0)", "mythloop sweep --help")),
+    (["sweep", "--rounds", "-3"], ("--rounds must be at least 1 (got -3)",)),
+    (["sweep", "--rounds", "abc"], ("--rounds must be a whole number",)),
+    (["sweep", "--replicates", "0"], ("--replicates must be at least 1 (got 0)",)),
+    (["sweep", "--noise", "-0.5"], ("--noise must be at least 0", "(got -0.5)")),
+    (["sweep", "--noise", "2"], ("--noise must be at most 1", "(got 2)")),
+    (["sweep", "--noise", "nan"], ("--noise must be a number, not nan",)),
+    (["sweep", "--concurrency", "0"], ("--concurrency must be at least 1 (got 0)",)),
+    (["route", "my regex hangs", "--top-k", "0"], ("--top-k must be at least 1 (got 0)",)),
+    (["film", "the heat equation", "--max-repairs", "99"],
+     ("--max-repairs must be at most 10 (got 99)",)),
+    (["history", "-n", "0"], ("-n/--last must be at least 1 (got 0)",)),
+    (["sweep", "--no-such-option"], ("No such option: --no-such-option",)),
+], ids=["rounds-0", "rounds-neg", "rounds-abc", "replicates-0", "noise-neg", "noise-2",
+        "noise-nan", "concurrency-0", "top-k-0", "max-repairs-99", "history-n-0", "unknown"])
+def test_a_usage_error_is_one_plain_line(ws, args, names):
+    line = rejected(ws, *args, names=names)
+    assert "Invalid value" not in line and "Input should" not in line
+    assert not (ws["root"] / "state").exists()
+
+
+def test_prompts_that_are_a_folder_or_too_big(ws):
+    rejected(ws, *sweep_args(ws, **{"--prompts": ws["root"]}),
+             names=("prompts file", "is a folder, not a file", "--prompts FILE"))
+    big = ws["root"] / "big.yaml"
+    with big.open("wb") as fh:  # sparse: 100 MB of nothing, on no disk
+        fh.truncate(100 * 1024 * 1024)
+    rejected(ws, *sweep_args(ws, **{"--prompts": big}),
+             names=("prompts file", "is larger than 16 MB"))
+
+
+def test_results_dir_of_unrelated_files_is_refused_unless_forced(ws):
+    mine = ws["root"] / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes\n", encoding="utf-8")
+    rejected(ws, *sweep_args(ws, **{"--results-dir": mine}),
+             names=(str(mine), "holds files that are not a sweep's (notes.txt)", "--force"))
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    from mythloop.sweep import SweepConfig
+    from mythloop.sweep.inputs import check_inputs
+
+    forced = SweepConfig(pool=ws["pool"], prompts_file=ws["prompts"], results_dir=mine,
+                         force=True)
+    assert check_inputs(forced).prompts  # --force: accepted
+    assert forced.fingerprint() == forced.model_copy(update={"force": False}).fingerprint()
+
+
+def test_tags_on_a_binary_file(ws):
+    binary = ws["root"] / "model.bin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    rejected(ws, "tags", binary, names=(str(binary), "is a binary file, not model text"))
+    assert not (ws["root"] / "state").exists()
+
+
+def test_route_query_is_capped_like_a_film_prompt(ws):
+    rejected(ws, "route", "x" * 2001, "--pool", ws["pool"],
+             names=("2,001 characters", "over the 2,000"))
+    assert not (ws["root"] / "state").exists()
+
+
+def test_render_of_a_file_with_no_scene_leaves_no_out_dir(ws):
+    scene = ws["root"] / "helpers.py"
+    scene.write_text("def helper():\n    return 1\n", encoding="utf-8")
+    out = ws["root"] / "out"
+    rejected(ws, "render", scene, "--out", out, names=("defines no Scene subclass",))
+    assert not out.exists() and not (ws["root"] / "state").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["route", "", "--pool", "{pool}"],
+    ["tags", "{root}/nope.txt"],
+    ["analyze", "{root}"],
+    ["compare", "{root}", "{root}"],
+    ["history", "-n", "0"],
+    ["render", "{root}/nope.py"],
+], ids=["route", "tags", "analyze", "compare", "history", "render"])
+def test_error_paths_leave_no_state_folder(ws, args):
+    """The commands that prepare the state folder before they check their input remove the
+    folder again when they refuse it (and created it)."""
+    filled = [a.format(root=ws["root"], pool=ws["pool"]) for a in args]
+    proc = cli(*filled, cwd=ws["root"])
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1, proc.stderr
+    assert not (ws["root"] / "state").exists()

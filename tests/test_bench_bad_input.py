@@ -22,6 +22,36 @@ def test_cases_name_two_baselines_and_issue_27s_bad_inputs(tmp_path):
     assert (tmp_path / "a-file").is_file() and (tmp_path / "empty_scene.py").read_text() == ""
 
 
+def test_cases_count_issue_38s_bad_inputs_and_unusable_backends(tmp_path):
+    cases = bad_input.cases(tmp_path)
+    for name in ("sweep --rounds 0", "sweep --rounds -3", "sweep --rounds abc",
+                 "sweep --replicates 0", "sweep --noise -0.5", "sweep --noise 2",
+                 "sweep --noise nan", "sweep --concurrency 0", "route --top-k 0",
+                 "film --max-repairs 99", "history -n 0", "sweep --prompts <a folder>",
+                 "sweep --prompts <100 MB file>", "sweep --results-dir <unrelated files>",
+                 "tags <a binary file>", "render <a file with no Scene>",
+                 "route <2,001-character query>", "film <no backend configured>"):
+        assert name in cases, name
+    backends = [name for name in cases if bad_input.BACKEND_CASE in name]
+    assert len(backends) == 8  # sweep --judge and film --backend, each of four backends
+    for name in backends:  # asked with no CLI on PATH and no endpoint listening
+        argv = cases[name]
+        assert argv[0] == "env" and argv[1] == f"PATH={tmp_path / 'empty-bin'}"
+    assert (tmp_path / "big.yaml").stat().st_size == 100 * 1024 * 1024
+    assert b"\x00" in (tmp_path / "model.bin").read_bytes()
+
+
+def test_results_page_holds_the_backend_cases_to_two_seconds():
+    part = _part(1.5, {"sweep --rounds 0": (0.6, 2, 1)})
+    part["figures"].update(worst_backend_median_s=1.4, written=[])
+    assert "| bad_input | an unusable model backend answered in one line in < 2 s (median), " \
+           "nothing written | 1.40 s (slowest case) | met |" in _page(part)
+    part["figures"].update(written=["state"])
+    page = _page(part)
+    assert "nothing written | 1.40 s (slowest case) | **NOT met** |" in page
+    assert "Written by a refused command: state." in page
+
+
 def _part(help_s: float, answers: dict[str, tuple[float, int, int]]) -> dict:
     rows = {"mythloop --help (baseline)": {
         "seconds": common.stats([help_s]), "over_help": common.ratio_stats([help_s], [help_s]),

@@ -75,10 +75,18 @@ def _tails(logs: Path) -> str:
 
 
 def _api(stack_or_url, method: str, path: str, body: dict | None = None):
+    """One API call; what a busy server answers (429, 503: SQLite locked under load) is asked
+    again with backoff, as Prefect's own client and the UI do (2, 4, 8, 16, 32 s)."""
+    import time
+
     import httpx
 
     url = stack_or_url.api_url if isinstance(stack_or_url, Stack) else stack_or_url
-    response = httpx.request(method, f"{url}{path}", json=body, timeout=30)
+    for wait in (2, 4, 8, 16, 32, None):
+        response = httpx.request(method, f"{url}{path}", json=body, timeout=30)
+        if response.status_code not in (429, 503) or wait is None:
+            break
+        time.sleep(wait)
     response.raise_for_status()
     return response.json()
 

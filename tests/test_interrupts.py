@@ -189,14 +189,16 @@ def test_ctrl_c_mid_round_ends_the_sweep_and_the_rerun_finishes_it(tmp_path, uni
 
 def _descendants(pid: int) -> dict[int, str]:
     """The command's process tree ({pid: command line}); the sandboxed render carries a
-    scrubbed environment, so it is found by parentage, not by the state folder."""
+    scrubbed environment, so it is found by parentage, not by the state folder. The whole
+    command line: the part a test looks for (the server's `...:create_app`) comes after the
+    checkout's paths, which are longer in a clean clone under a temporary folder."""
     from mythloop.procs import descendant_pids
 
     found = {}
     for child in descendant_pids(pid):
         with contextlib.suppress(OSError):
             found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(
-                b"\0", b" ").decode()[:160]
+                b"\0", b" ").decode(errors="replace")
     return found
 
 
@@ -309,6 +311,72 @@ def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert {render["scene"] for render in manifest.get("renders", [])} <= {1}
     assert "RUNNING" not in _run_states(state, "task_run")
+
+
+SLOW_SCENE_2 = '''class TinyFilm02Slow(TinyBase):
+    def construct(self):
+        self.open_scene()
+        total = 0
+        while total < 60_000_000:
+            total += 1
+        self.add(Circle(color=BLUE))
+        self.wait(1)
+'''
+
+
+def test_the_printed_resume_line_of_a_fresh_film_continues_it(tmp_path, monkeypatch):
+    """A film started with --fresh, Ctrl-C while scene 2 renders (scene 1 rendered): the
+    printed line, run as printed, continues that run dir: no --fresh in it, no stage file
+    written again, scene 1 not rendered again, and the film completes."""
+    from test_film_scenes import SCENE_1, SCENE_3, _tiny_cassettes
+
+    topic = "tiny scenes resumed"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_3, scenes=(SCENE_1, SLOW_SCENE_2, SCENE_3),
+        repaired="scene-09")))
+    state = tmp_path / "state"
+    runs = tmp_path / "runs"
+    args = ["film", topic, "--backend", "replay", "--render", "-q", "l", "--fresh",
+            "--render-workers", "1", "--render-timeout", "600", "--runs-dir", str(runs)]
+    proc = _start(args, state, "film")
+
+    def scene_2_rendering():
+        done = list(runs.glob("mythos/*/scenes/scene-01.mp4"))
+        rendering = any("sandbox_init" in cmd for cmd in _descendants(proc.pid).values())
+        return done and rendering and not list(runs.glob("mythos/*/scenes/scene-02.mp4"))
+
+    try:
+        _wait_for("scene-02's render after scene-01's", scene_2_rendering, proc)
+        _ctrl_c_ends_cleanly(proc, state, "film")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_leftovers(state)
+    lines = [line for line in _text(state, "film", "err").splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(RESUME_PREFIX), lines
+    printed = shlex.split(lines[0].removeprefix(RESUME_PREFIX))
+    (run_dir,) = (runs / "mythos").iterdir()
+    assert "--fresh" not in printed and printed[-2:] == ["--resume", str(run_dir)]
+    assert printed[:1] == ["mythloop"]
+    kept = {path: path.stat().st_mtime_ns for path in run_dir.rglob("*")
+            if path.is_file() and path.name != "manifest.json"
+            and not path.name.startswith(("scene-02", "scene-03"))
+            and path.suffix not in (".log", ".jsonl")}
+    assert run_dir / "scenes" / "scene-01.mp4" in kept
+    assert len(kept) >= 8  # the six stages' files, codegen's, scene 1's
+
+    again = subprocess.run([EXE, *printed[1:]], env=_env(state), capture_output=True,
+                           text=True, timeout=900)
+    _kill_leftovers(state)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"run dir: {run_dir}" in again.stdout
+    assert (run_dir / "film.mp4").is_file()
+    rewritten = sorted(str(path.relative_to(run_dir)) for path, mtime in kept.items()
+                       if path.stat().st_mtime_ns != mtime)
+    assert rewritten == []  # no stage file, no scene-01 file written again
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    renders = sorted((r["scene"], r["cache"]) for r in manifest["renders"])
+    assert renders == [(1, "hit"), (2, "miss"), (3, "miss")], renders  # scene 1: not again
 
 
 def test_ctrl_c_with_parallel_shards_starts_no_queued_shard(tmp_path):

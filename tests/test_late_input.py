@@ -150,7 +150,8 @@ def test_verify_rejects_a_file_with_no_scene(tmp_path):
         scene.write_text(text, encoding="utf-8")
         proc = cli(tmp_path, "verify", scene)
         assert proc.returncode == 1, (proc.stdout, proc.stderr)
-        assert proc.stdout.strip() == (f"{scene}:1: defines no Scene subclass (a class deriving "
+        assert proc.stdout == ""  # a rejection goes to stderr
+        assert proc.stderr.strip() == (f"{scene}:1: defines no Scene subclass (a class deriving "
                                        "from Scene with a construct method); there is nothing "
                                        "to render")
 

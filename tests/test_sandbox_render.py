@@ -249,12 +249,23 @@ def test_scene_error_and_missing_latex_are_told_apart(tmp_path):
 
 
 def test_cli_render_failure_is_one_line(tmp_path):
-    scene = tmp_path / "empty.py"
-    scene.write_text("x = 1\n")
+    scene = tmp_path / "broken.py"
+    scene.write_text("from manim import *\n\nclass Broken(Scene):\n    def construct(self):\n"
+                     "        self.add(undefined_thing)\n")
     proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(scene),
-                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+                           "--out", str(tmp_path / "o"), "--quiet"], capture_output=True,
+                          text=True)
     assert proc.returncode == 1
-    assert proc.stdout.strip().count("\n") == 0 and "scene_error" in proc.stdout
+    assert proc.stdout == ""  # the failure line goes to stderr; stdout holds results only
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "scene_error" in lines[0], proc.stderr
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    nothing = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(empty),
+                              "--out", str(tmp_path / "o2")], capture_output=True, text=True)
+    assert nothing.returncode == 2 and nothing.stdout == ""
+    assert nothing.stderr.count("\n") == 1 and "no Scene subclass" in nothing.stderr
+    assert not (tmp_path / "o2").exists()  # refused before the out dir was made
     missing = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render",
                               str(tmp_path / "nope.py")], capture_output=True, text=True)
     assert missing.returncode == 2

@@ -56,8 +56,10 @@ def test_a_killed_temporary_server_costs_one_line_and_the_rerun_resumes(tmp_path
     proc = _start([*SWEEP, "--results-dir", str(results)], state, "sweep")
     try:
         _wait_for("c0-rep1 round 1 done", lambda: _round_1_done(results), proc)
-        servers = [pid for pid, cmd in _descendants(proc.pid).items()
-                   if "prefect.server.api.server:create_app" in cmd]
+        # a state, not a moment: the server is looked for until it shows (or the sweep ends)
+        servers = _wait_for("the temporary server among the sweep's processes", lambda: [
+            pid for pid, cmd in _descendants(proc.pid).items()
+            if "prefect.server.api.server:create_app" in cmd], proc)
         assert len(servers) == 1, _descendants(proc.pid)
         os.kill(servers[0], signal.SIGKILL)
         try:

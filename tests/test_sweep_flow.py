@@ -118,20 +118,53 @@ def test_oracle_judge_makes_c3_beat_c0_on_the_traps(tmp_path):
     assert len(c0_twins) >= 3  # without the blend the traps keep biting
 
 
-def test_a_failed_turn_is_logged_and_the_round_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_MODE", "auth")  # the real claude CLI's "Not logged in" answer
+def test_a_round_whose_turns_all_fail_alike_stops_the_sweep_failed(tmp_path, monkeypatch):
+    """Every learning turn of round 1 fails with the real claude CLI's "Not logged in": the
+    sweep stops there (mythloop.sweep.failing), its flow run ends Failed, each turn is logged,
+    the round stays incomplete (the rerun after a login redoes it), and no night, report or
+    later round is written."""
+    from mythloop.analysis.history import history_path
+    from mythloop.sweep.failing import SweepFailing
+    from mythloop_flows.feedback_loop import sweep
+
+    monkeypatch.setenv("FAKE_MODE", "auth")
     out = tmp_path / "auth"
-    result, turn_tags = _sweep_with_turn_tags(SweepConfig(
-        conditions=["c3"], rounds=1, judge="claude",
-        judge_options=JudgeOptions(command=str(FAKES / "claude")), results_dir=out), turns=13)
-    assert len(turn_tags) == 13 and all(tags == ["llm"] for tags in turn_tags)  # model calls
+    nights = history_path()
+    before = nights.read_bytes() if nights.exists() else None
+    state = sweep(SweepConfig(conditions=["c3"], rounds=2, judge="claude",
+                              judge_options=JudgeOptions(command=str(FAKES / "claude")),
+                              results_dir=out), return_state=True)
+    assert state.is_failed(), state
+    with pytest.raises(SweepFailing, match=r"13 of 13 learning turns of c3-rep1 round 1 failed "
+                                           r"for the same reason: .*not authenticated"):
+        state.result()
     turns = read_jsonl(out / "c3-rep1" / "turns.jsonl")
     assert len(turns) == 13
-    assert all(t["status"] == "failed" for t in turns)
-    assert all("login" in t["error"].lower() for t in turns)
-    assert result.failed_turns == 13
-    assert json.loads((out / "c3-rep1" / "progress.json").read_text())["completed_rounds"] == [0]
-    assert "Failures" in (out / "report.md").read_text()
+    assert all(t["status"] == "failed" and "login" in t["error"].lower() for t in turns)
+    progress = out / "c3-rep1" / "progress.json"
+    assert not progress.exists() or json.loads(progress.read_text())["completed_rounds"] == []
+    assert not (out / "c3-rep1" / "round_1.jsonl").exists()  # round 2 never measured
+    assert not (out / "report.md").exists()
+    assert (nights.read_bytes() if nights.exists() else None) == before
+
+
+def test_failing_reason_counts_a_round_that_fails_mostly_alike():
+    from types import SimpleNamespace
+
+    from mythloop.sweep.failing import failing_reason
+
+    def rows(*errors):
+        return [SimpleNamespace(ok=e is None, status="ok" if e is None else "failed", error=e)
+                for e in errors]
+
+    auth = "claude (model sonnet): not authenticated (Not logged in)"
+    assert failing_reason(rows(auth, auth, auth)) == (auth, 3, 3)
+    assert failing_reason(rows(auth, auth, None)) == (auth, 2, 3)  # more than half
+    assert failing_reason(rows(auth, None)) is None  # half is not more than half
+    timeouts = [f"claude: no answer within {s}s" for s in (300, 301, 299)]
+    assert failing_reason(rows(*timeouts, None))[1:] == (3, 4)  # numbers do not tell apart
+    assert failing_reason(rows(auth, "claude: rate limited (429)", "network", None)) is None
+    assert failing_reason([]) is None
 
 
 def test_a_retried_learning_turn_does_not_double_count(tmp_path, monkeypatch):

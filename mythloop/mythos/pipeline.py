@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mythloop.data import data_path
-from mythloop.fileio import write_json_atomic, write_text_atomic
+from mythloop.fileio import write_json_if_changed, write_text_atomic, write_text_if_changed
 from mythloop.llm import FallbackLadder, get_backend
 from mythloop.llm.replay import cassette_path
 from mythloop.mythos.code.extract import ExtractionError, extract_json_object, extract_python_block
@@ -125,10 +125,11 @@ class FilmSession:
                      cached: bool, attempts: int) -> dict:
         """Write the stage's artifact (and raw trace for cached ones) and its manifest row."""
         spec = stage_by_slug(slug)
-        write_json_atomic(self.run_dir / spec.artifact_name, outcome.artifact)
+        # a resumed film leaves what it had written as it was (cached: the same content)
+        write_json_if_changed(self.run_dir / spec.artifact_name, outcome.artifact)
         stem = spec.artifact_name.split(".")[0]
         if cached:
-            write_text_atomic(self.run_dir / f"{stem}.raw.txt", outcome.raw)
+            write_text_if_changed(self.run_dir / f"{stem}.raw.txt", outcome.raw)
         self.manifest.add_stage({
             "stage": slug, "artifact": spec.artifact_name, "seconds": outcome.seconds,
             "retried": outcome.retried, "cached": cached, "attempts": attempts,
@@ -175,8 +176,8 @@ class FilmSession:
 
     def write_scene(self, code: str, version: str) -> Path:
         """The current scene is always mythos_scene.py; each version is kept beside it."""
-        write_text_atomic(self.run_dir / f"mythos_scene.{version}.py", code)
-        return write_text_atomic(self.run_dir / SCENE_FILE, code)
+        write_text_if_changed(self.run_dir / f"mythos_scene.{version}.py", code)
+        return write_text_if_changed(self.run_dir / SCENE_FILE, code)
 
 
 def _parse_stage(slug: str, text: str) -> tuple[dict | None, str | None]:

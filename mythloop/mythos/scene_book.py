@@ -7,11 +7,12 @@ decided in mythloop.mythos.scene_policy.
 
 from __future__ import annotations
 
+import filecmp
 import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
-from mythloop.fileio import write_text_atomic
+from mythloop.fileio import write_text_if_changed
 from mythloop.mythos.code.scenes import SceneUnit, join_film, scene_file_text
 from mythloop.mythos.media.avmux import duration_of
 from mythloop.mythos.pipeline import FilmSession
@@ -80,9 +81,9 @@ class SceneBook:
         """`scenes/scene-03.<version>.py` and `scenes/scene-03.py`; the whole film's current
         scene file follows."""
         text = scene_file_text(self.header, code)
-        write_text_atomic(self.dir / f"{unit.label}.{version}.py", text)
+        write_text_if_changed(self.dir / f"{unit.label}.{version}.py", text)
         path = self.dir / f"{unit.label}.py"
-        write_text_atomic(path, text)
+        write_text_if_changed(path, text)  # a resumed film leaves an unchanged scene as it was
         with self.lock:
             self.code[unit.index] = code
             self.session.write_scene(join_film(self.header, [self.code[u.index]
@@ -116,7 +117,8 @@ class SceneBook:
         """A rendered video becomes the scene's video (`scenes/scene-03.mp4`)."""
         assert rendered.video_path, "an accepted render has a video"
         video = self.dir / f"{unit.label}.mp4"
-        shutil.copyfile(rendered.video_path, video)
+        if not (video.is_file() and filecmp.cmp(rendered.video_path, video, shallow=False)):
+            shutil.copyfile(rendered.video_path, video)  # (a resumed film keeps its own)
         duration = round(duration_of(video), 3)
         self.record(unit, ok=True, video=str(video), duration=duration)
         return good_from(code, version, str(video), duration, rendered.layout_findings)

@@ -30,7 +30,7 @@ __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "loa
 # started in-process resumes fanned out and back, and at any concurrency. `strict` only decides
 # whether invalid skills stop it.
 _PLACEMENT = {"shard_deployment", "shard_timeout", "concurrency", "task_per_turn",
-              "parallel_shards", "strict"}
+              "parallel_shards", "strict", "force"}
 
 
 class JudgeOptions(BaseModel):
@@ -89,6 +89,8 @@ class SweepConfig(BaseModel):
     strict: bool = False
     """Stop before the first round when the pool holds an invalid SKILL.md (default: leave it
     out, name it on stderr, in sweep.json and in the report's data issues)."""
+    force: bool = False
+    """Write into a results dir that holds files that are not a sweep's (default: refuse)."""
     concurrency: int | None = Field(None, ge=1, le=256)
     """Learning turns of a round in flight at once, each its own task run (default:
     settings.llm_concurrency, MYTHLOOP_LLM_CONCURRENCY). Tagged turns also wait for a slot of

@@ -51,15 +51,14 @@ class CheckedInputs:
 def check_inputs(config: SweepConfig) -> CheckedInputs:
     """Validate the sweep's pool, prompts file and results dir; raise InputError on the first
     problem. Invalid SKILL.md files among valid ones are an error only with config.strict."""
-    catalog = _check_pool(config)
     path = config.resolved_prompts_file()
-    if not path.is_file():
-        raise InputError(f"prompts file {path} does not exist: pass --prompts FILE "
-                         "(a YAML file like fixtures/prompts.yaml)")
+    _check_prompts_file(path, "prompts file", "--prompts FILE (a YAML file like "
+                        "fixtures/prompts.yaml)")
     heldout = config.resolved_heldout_file()
-    if heldout is not None and not heldout.is_file():
-        raise InputError(f"held-out file {heldout} does not exist: pass --held-out FILE (a JSON "
-                         'list of {"id", "text", "expected"} rows, or YAML)')
+    if heldout is not None:
+        _check_prompts_file(heldout, "held-out file", '--held-out FILE (a JSON list of {"id", '
+                            '"text", "expected"} rows, or YAML)')
+    catalog = _check_pool(config)
     try:
         prompts, file_seed = load_sweep_prompts(config)
     except ValueError as exc:
@@ -81,6 +80,32 @@ def _check_cold_skills(config: SweepConfig, catalog: Catalog, file_seed: int) ->
         return resolve_cold_skills(config, catalog.names(), seed)
     except ValueError as exc:
         raise InputError(one_line(exc)) from None
+
+
+MAX_PROMPTS_BYTES = 16 * 1024 * 1024
+"""The largest prompts (or held-out) file a sweep reads: the bundled one is ~20 KB and a
+benchmark's labelled queries a few MB; a bigger file is refused before it is parsed."""
+
+
+def _check_prompts_file(path: Path, what: str, how: str) -> None:
+    """A prompts file that exists, is a file, can be read and is at most MAX_PROMPTS_BYTES,
+    read in chunks (a FIFO or a file growing under us is capped too, whatever stat says)."""
+    if path.is_dir():
+        raise InputError(f"{what} {path} is a folder, not a file: pass {how}")
+    if not path.exists():
+        raise InputError(f"{what} {path} does not exist: pass {how}")
+    size = 0
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_PROMPTS_BYTES:
+                    raise InputError(f"{what} {path} is larger than "
+                                     f"{MAX_PROMPTS_BYTES // (1 << 20)} MB, too big for a "
+                                     f"prompts file: pass {how}")
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {(exc.strerror or str(exc)).lower()}; "
+                         f"pass {how}") from None
 
 
 def _check_pool(config: SweepConfig) -> Catalog:
@@ -136,6 +161,13 @@ def _check_results_dir(config: SweepConfig) -> None:
         raise InputError(f"results dir {results_dir} is a file: pass a folder to --results-dir")
     meta_path = results_dir / "sweep.json"
     if not meta_path.exists():
+        other = sorted(p.name for p in results_dir.iterdir()) if results_dir.is_dir() else []
+        if other and not config.force:
+            shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3
+                                            else "")
+            raise InputError(f"results dir {results_dir} holds files that are not a sweep's "
+                             f"({shown}); choose an empty or new --results-dir, or pass "
+                             "--force to write into it")
         return
     try:
         meta = read_sweep_record(meta_path)

@@ -138,14 +138,21 @@ def _prefect_api() -> Check:
                  f"{where} healthy ({time.perf_counter() - started:.1f}s)")
 
 
-def _model_clis() -> Check:
-    found = {name: shutil.which(name) for name in ("gemini", "claude", "codex")}
-    present = [n for n, p in found.items() if p]
-    key = "set" if os.environ.get("MYTHLOOP_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") \
-        else "unset"
-    detail = (", ".join(present) if present else "none on PATH") + f"; openai key {key}"
-    return Check("model CLIs", True, detail + " (offline, replay and simulated need none)",
-                 required=False)
+def _backends() -> list[Check]:
+    """One line per model backend: usable or not, by the preflight that sweep, film and serve
+    run (mythloop.llm.preflight). None is required: offline, replay and simulated need none."""
+    from mythloop.llm.preflight import backend_problem
+
+    checks = []
+    for name in ("claude", "gemini", "codex", "openai"):
+        problem = backend_problem(name)
+        if problem is None:
+            checks.append(Check(f"backend {name}", True, "usable (its no-cost probe answered)",
+                                required=False))
+        else:
+            detail, _, fix = problem.partition("; ")
+            checks.append(Check(f"backend {name}", False, detail, fix, required=False))
+    return checks
 
 
 def _voice_engines() -> Check:
@@ -184,7 +191,7 @@ def _render_sandbox() -> Check:
     return Check("render sandbox", False, problem, SANDBOX_FIX)
 
 
-CHECKS: list[Callable[[], Check]] = [
+CHECKS: list[Callable[[], Check | list[Check]]] = [
     _python_deps,
     _embedding_model,
     _latex,
@@ -193,25 +200,31 @@ CHECKS: list[Callable[[], Check]] = [
     _voice_engines,
     _data_folders,
     _prefect_api,
-    _model_clis,
+    _backends,
 ]
+
+
+def _run_checks():
+    """Each check's result (a check may give several, one per backend)."""
+    for run_check in CHECKS:
+        try:
+            got = run_check()
+        except Exception as exc:  # a broken check is itself a failed check
+            got = Check(getattr(run_check, "__name__", "check").strip("_"), False,
+                        f"check crashed: {exc}".splitlines()[0], "report this as a bug")
+        yield from (got if isinstance(got, list) else [got])
 
 
 def doctor() -> None:
     """Check Python deps, the embedding model, LaTeX, ffmpeg, the render sandbox, the Prefect
-    API, model CLIs.
+    API, model backends.
 
     One line per check; exits 1 when a required check fails, each failure naming its fix.
     """
     # Libraries log at INFO (every health probe, every model load): one line a check instead.
     logging.disable(logging.INFO)
     failed = False
-    for run_check in CHECKS:
-        try:
-            check = run_check()
-        except Exception as exc:  # a broken check is itself a failed check
-            check = Check(getattr(run_check, "__name__", "check").strip("_"), False,
-                          f"check crashed: {exc}".splitlines()[0], "report this as a bug")
+    for check in _run_checks():
         mark = "ok  " if check.ok else ("FAIL" if check.required else "warn")
         line = f"{mark} {check.name:<16} {check.detail}"
         if not check.ok and check.fix:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -21,8 +23,10 @@ def film(
     quality: str = typer.Option(_FIELDS["quality"].default, "-q", "--quality",
                                 help="Manim quality: " + " | ".join(QUALITIES)
                                 + " (l 480p15 ... k 4K)."),
-    backend: str = typer.Option(_FIELDS["backend"].default, help="Model backend: " + " | ".join(FILM_BACKENDS)
-                                + ". offline and replay need no account."),
+    backend: str | None = typer.Option(
+        None, help="Model backend: " + " | ".join(FILM_BACKENDS) + " (default: MYTHLOOP_BACKEND; "
+        "none configured is an error). replay replays a recorded topic and offline rehearses "
+        "a fixed film that does not follow the prompt: both need no account."),
     model: str | None = typer.Option(None, help="Model name (default: M2M_MODEL or the "
                                                 "backend's own)."),
     fallback: list[str] = typer.Option(
@@ -60,11 +64,13 @@ def film(
     Prints the run dir (artifacts, raw model traces, manifest.json, mythos_scene.py) and
     the video path.
     """
-    _check_given(prompt, backend, runs_dir, resume)
+    backend = backend or os.environ.get("MYTHLOOP_BACKEND", "").strip().lower() or None
+    _check_given(prompt, backend or "", runs_dir, resume)
     from pydantic import ValidationError
 
     try:
-        request = FilmRequest(prompt=prompt, render=render, quality=quality, backend=backend,
+        request = FilmRequest(prompt=prompt, render=render, quality=quality,
+                              backend=backend or "offline",
                               model=model, fallbacks=fallback, max_repairs=max_repairs,
                               stage_timeout=timeout, render_timeout=render_timeout,
                               fresh=fresh, runs_dir=runs_dir, render_workers=render_workers,
@@ -75,7 +81,23 @@ def film(
 
         typer.echo(f"error: {plain_errors(exc, _LABELS)}", err=True)
         raise typer.Exit(2) from None
+    if backend is None and request.resume_dir is not None:  # the film's own backend
+        problem = _resume_problem(request)
+        if problem:
+            typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(2)
+        backend = _recorded_backend(request.resume_dir)
+        if backend:
+            request = request.model_copy(update={"backend": backend})
+    if backend is None:  # the prompt and the options are fine: now the missing model
+        _no_model_configured()
     _check_before_prefect(request)
+    from mythloop.llm.preflight import backend_problem
+
+    problem = backend_problem(request.backend)  # a CLI that answers, an endpoint that does
+    if problem:
+        typer.echo(f"error: backend {request.backend!r} cannot work here: {problem}", err=True)
+        raise typer.Exit(2)
     if request.voice and request.render:
         from mythloop.mythos.media.tts import TTSError, get_engine
 
@@ -108,6 +130,23 @@ def film(
 
 _LABELS = {"prompt": "the prompt", "quality": "-q/--quality", "backend": "--backend",
            "fallbacks": "--fallback", "stage_timeout": "--timeout"}
+
+
+def _no_model_configured() -> NoReturn:
+    """Neither --backend nor MYTHLOOP_BACKEND: one line saying no model is configured, and
+    the choices (a real backend; replay and its recorded topics; offline, which does not
+    follow the prompt). A film about a topic nobody asked for is not a silent default."""
+    from mythloop.checks import recorded_topics
+    from mythloop.data import data_path
+
+    cassettes = os.environ.get("MYTHLOOP_CASSETTE_DIR") or data_path("fixtures", "cassettes")
+    topics = ", ".join(repr(t) for t in recorded_topics(Path(cassettes))) or "none"
+    real = " | ".join(b for b in FILM_BACKENDS if b not in ("offline", "replay"))
+    typer.echo("error: no model is configured for films: pass --backend " + real + " (or set "
+               f"MYTHLOOP_BACKEND); --backend replay replays a recorded topic ({topics}); "
+               "--backend offline runs the offline rehearsal, whose film does not follow the "
+               "prompt", err=True)
+    raise typer.Exit(2)
 
 
 def _check_given(prompt: str, backend: str, runs_dir: Path | None, resume: Path | None) -> None:
@@ -163,6 +202,19 @@ def _resume_problem(request) -> str | None:
     return None
 
 
+def _recorded_backend(run_dir: Path) -> str | None:
+    """The backend a film's manifest names (what `--resume RUN_DIR` continues with when no
+    --backend is given)."""
+    import json
+
+    try:
+        backend = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get(
+            "backend")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return backend if isinstance(backend, str) and backend in FILM_BACKENDS else None
+
+
 def _resume_line(request):
     """The command that continues this film in its run dir, worked out when it is needed
     (the flow picks the run dir): this command line plus --resume RUN_DIR."""
@@ -178,7 +230,8 @@ def _resume_line(request):
             new = [p for p in (parent.iterdir() if parent.is_dir() else [])
                    if p not in before and p.is_dir()]
             run_dir = max(new, key=lambda p: p.stat().st_mtime) if new else None
-        return resume_command(add={"--resume": str(run_dir)} if run_dir else None)
+        return resume_command(add={"--resume": str(run_dir)} if run_dir else None,
+                              drop=("--fresh",))
 
     return line
 

@@ -18,6 +18,10 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+MAX_QUERY_CHARS = 2000
+"""The longest query `route` ranks for: a film's prompt has the same cap (FilmRequest)."""
+
+
 def route(
     query: str = typer.Argument(..., help="The task text to rank skills for."),
     pool: Path | None = typer.Option(None, "--pool", help="Skill pool folder (default: fixtures/pool)."),
@@ -30,6 +34,9 @@ def route(
     if not query.strip():
         _fail("the query is empty: pass the task text to rank skills for, e.g. "
               "mythloop route \"my regex hangs on long input\"")
+    if len(query) > MAX_QUERY_CHARS:  # as a film's prompt
+        _fail(f"the query is {len(query):,} characters long, over the {MAX_QUERY_CHARS:,} a "
+              "query may have; pass the task text itself, not a document")
     if store is not None:
         if store.is_dir():
             _fail(f"--store {store} is a folder: pass the SQLite file to use, e.g. {store}/verdicts.db")
@@ -100,9 +107,13 @@ def tags(source: str = typer.Argument(..., help="File of model text, or - for st
         text = sys.stdin.read()
     else:
         try:
-            text = Path(source).read_text(encoding="utf-8", errors="replace")
+            data = Path(source).read_bytes()
         except OSError as exc:
             _fail(f"cannot read {source}: {exc.strerror or exc}; pass a readable file or - for stdin")
+        if b"\x00" in data[:65536]:  # model text never holds NUL bytes; binaries do
+            _fail(f"{source} is a binary file, not model text; pass the text a model wrote "
+                  "(a file or - for stdin)")
+        text = data.decode("utf-8", errors="replace")
     found, malformed = scan_tags(text)
     if malformed:
         typer.echo(f"tags: {malformed} malformed skill-used fragment(s) skipped", err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -40,7 +41,8 @@ _PREPARED: list[bool] = []
 
 @contextlib.contextmanager
 def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | None = None,
-                 stopped: str | None = None) -> Iterator[None]:
+                 stopped: str | None = None,
+                 explained: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
     """Run flows from the CLI.
 
     - Prefect's per-task console lines are hidden unless --verbose (the flows print one
@@ -58,6 +60,10 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
       and stops it, and exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
       A second signal stops everything at once. For a command that runs until Ctrl-C
       (`serve`), `stopped` is the line printed instead, and the exit code is 0.
+    - `explained`: exceptions the command answers itself in one line (a sweep that stopped
+      failing): Prefect's console records of them (the engine's traceback, "Finished in
+      state Failed", the failure hook's line) are held back unless --verbose; the API and the
+      UI still get them.
     """
     from mythloop_app.discovery import local_server_url
 
@@ -111,6 +117,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     if not verbose:
         import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
     quieted = None if verbose else _hide_termination_crash_lines()
+    unexplained = None if verbose or not explained else _add_console_filter(
+        _ExplainedFailures(explained))
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -136,8 +144,16 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                 except Exception:
                     watch.gone_now()  # the API went away under the flow: one line, exit 3
                     raise
-            except (KeyboardInterrupt, _termination_signal()):
-                # The flow engine has reported the runs under way as Crashed by now.
+            except (KeyboardInterrupt, _termination_signal()) as exc:
+                # The flow engine has reported the runs under way as Crashed by now. Which
+                # handler ran first (Prefect's SIGTERM bridge, or this module's, to which the
+                # bridge hands the signal back) is a matter of timing: the exit code is the
+                # signal's either way.
+                if not state["interrupted"]:
+                    signum = getattr(exc, "signal", None)
+                    state["code"] = 128 + int(signum) if signum else state["code"]
+                    if not verbose:
+                        _quiet_console()
                 state["interrupted"] = True
                 STOPPING.set()
                 raise typer.Exit(state["code"]) from None
@@ -153,6 +169,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
             signal.signal(sig, old)
         if quieted is not None:
             quieted()
+        if unexplained is not None:
+            unexplained()
         if state["interrupted"]:
             say_interrupted()  # if Ctrl-C came while the server was being drained
             if state["server"] is not None:
@@ -301,7 +319,14 @@ class _ServerWatch:
     def gone_now(self) -> bool:
         """Called when the flow raised: if the API is down, say so (one line, exit 3) instead
         of the traceback; False when the API is fine (the error is the flow's own)."""
+        import time
+
         seen = self.status(max_age=0.0)
+        for _ in range(4):  # a server in the middle of failing: let it say how (503, refused)
+            if seen != "silent":
+                break
+            time.sleep(0.5)
+            seen = self.status(max_age=0.0)
         if seen == "ok":
             return False
         if self.api_url is None:
@@ -372,20 +397,52 @@ def _database_name() -> str:
 
 class _ApiLossFilter:
     """Console filter while another server is watched: a warning or error from Prefect while
-    its API does not answer is held back (the watch's one line says it) and wakes the watch."""
+    its API does not answer is held back (the watch's one line says it) and wakes the watch.
+
+    The watch probes once a second, so its last answer may be an "ok" from before the API
+    failed. A record that says the API failed (a 5xx, a broken connection: `_API_FAILURE`) is
+    therefore held back whatever the last probe said, and from then on every Prefect warning
+    is held until a fresh probe finds the API well; a record carrying any other exception is
+    judged by a fresh probe, not the last one. So the engine's traceback of a run that the
+    lost API ended never reaches the terminal ahead of the one line."""
 
     def __init__(self, watch: _ServerWatch) -> None:
         self.watch = watch
+        self.failing = False  # a record said the API failed; not yet seen well again
 
     def filter(self, record) -> bool:
         if record.levelno < 30 or not record.name.startswith("prefect"):
             return True
         if self.watch.api_url is None or self.watch.done.is_set():
             return True
-        if self.watch.status() == "ok":
+        if _API_FAILURE.search(_record_text(record)):
+            self.failing = True
+            self.watch.poke.set()
+            return False
+        fresh = self.failing or record.exc_info is not None
+        if self.watch.status(max_age=0.0 if fresh else 1.0) == "ok":
+            self.failing = False
             return True
         self.watch.poke.set()
         return False
+
+
+_API_FAILURE = re.compile(
+    r"Server error|Internal Server Error|Service Unavailable|Bad Gateway|Gateway Timeout|"
+    r"ConnectError|ReadError|RemoteProtocolError|ReadTimeout|ConnectTimeout|"
+    r"Connection refused|connection was closed|PrefectHTTPStatusError|HTTPStatusError")
+
+
+def _record_text(record) -> str:
+    """A record's message and, when it carries one, its exception's type and text."""
+    text = str(record.getMessage())
+    if record.exc_info and record.exc_info[1] is not None:
+        exc = record.exc_info[1]
+        text += f" {type(exc).__name__}: {exc}"
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None:
+            text += f" {type(cause).__name__}: {cause}"
+    return text
 
 
 def _hold_back_api_loss(watch: _ServerWatch):
@@ -411,12 +468,62 @@ def _termination_signal() -> type[BaseException]:
 
 
 class _NoTerminationCrash:
-    """Console filter: drops Prefect's "Crash detected! Execution was aborted (interrupted)
-    by a termination signal", logged by its SIGTERM bridge before this module's handler runs
-    and quiets the console; the one `interrupted; ...` line says it. The API still gets it."""
+    """Console filter: drops Prefect's records of a stop by signal ("Crash detected!
+    Execution was aborted by a termination signal", a task or flow engine's traceback of the
+    TerminationSignal or KeyboardInterrupt), logged before this module's handler runs and
+    quiets the console (Prefect's SIGTERM bridge runs first when the signal lands inside a
+    flow run); the one `interrupted; ...` line says it. The API still gets them."""
 
     def filter(self, record) -> bool:
-        return "by a termination signal" not in str(record.getMessage())
+        message = str(record.getMessage())
+        if "by a termination signal" in message or "TerminationSignal" in message:
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        for _ in range(10):  # the signal's exception, or one raised while handling it
+            if exc is None:
+                break
+            if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "TerminationSignal":
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
+
+
+class _ExplainedFailures:
+    """Console filter: drops Prefect's records of an exception the command explains itself
+    (its type in the record's exc_info or named in its message), and, once the first kind
+    was seen (the one that ends the command), Prefect's later errors of the same failure
+    (the parent flow's, the failure hook's)."""
+
+    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+        self.kinds, self.seen = kinds, False
+        self.names = {kind: tuple(_class_names(kind)) for kind in kinds}
+
+    def _kind(self, record) -> type[BaseException] | None:
+        exc = record.exc_info[1] if record.exc_info else None
+        message = str(record.getMessage())
+        for kind in self.kinds:  # named by the engine: "exception AuthError: ...", "AuthError(...)"
+            if isinstance(exc, kind) or any(f"{name}:" in message or f"{name}(" in message
+                                            for name in self.names[kind]):
+                return kind
+        return None
+
+    def filter(self, record) -> bool:
+        if record.levelno < 30 or not record.name.startswith("prefect"):
+            return True
+        kind = self._kind(record)
+        if kind is not None:
+            self.seen = self.seen or kind is self.kinds[0]
+            return False
+        return not (self.seen and record.levelno >= 40)
+
+
+def _class_names(kind: type) -> set[str]:
+    """The names of `kind` and of every subclass of it."""
+    names = {kind.__name__}
+    sub: type
+    for sub in kind.__subclasses__():
+        names |= _class_names(sub)
+    return names
 
 
 def _hide_termination_crash_lines():
@@ -541,14 +648,16 @@ def _quiet_console() -> None:
                 handler.setLevel(logging.CRITICAL + 1)
 
 
-def resume_command(*, add: dict[str, str] | None = None) -> str:
+def resume_command(*, add: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> str:
     """The command line this process was started with, for the resume hint.
 
-    `add` names options to append when absent (e.g. the results dir chosen for this run).
+    `add` names options to append when absent (e.g. the results dir chosen for this run);
+    `drop` names flags (options without a value) to leave out, those that would undo the
+    resume (a film's `--fresh` calls every stage and renders every scene again).
     """
     import shlex
 
-    args = list(sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a not in drop]
     for option, value in (add or {}).items():
         if not any(a == option or a.startswith(option + "=") for a in args):
             args += [option, value]

@@ -184,6 +184,14 @@ def serve(
     from mythloop.checks import cron_problem
 
     problem = cron_problem(cron, timezone)  # the values given: before the settings load
+    configured = os.environ.get("MYTHLOOP_BACKEND", "").strip().lower()
+    if not problem and configured:  # the model backend configured here: can it work?
+        from mythloop.llm.preflight import backend_problem
+
+        why = backend_problem(configured)
+        if why:
+            problem = (f"MYTHLOOP_BACKEND={configured} cannot work here: {why} (or unset "
+                       "MYTHLOOP_BACKEND)")
     if not problem:
         # Here, not at the top: pydantic_settings stays off the start-up path (bad input above
         # is answered in well under a second).

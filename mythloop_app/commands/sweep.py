@@ -63,6 +63,9 @@ def sweep(
                                 help="Stop when the pool holds an invalid SKILL.md (default: "
                                      "leave it out and name it on stderr, in sweep.json and in "
                                      "the report's data issues)."),
+    force: bool = typer.Option(_CONFIG.force, "--force",
+                               help="Write into a --results-dir that holds files that are not "
+                                    "a sweep's (default: refuse it)."),
     concurrency: int | None = typer.Option(
         None, min=1, max=256,
         help="Learning turns of a round in flight at once, each its own task run (default: "
@@ -105,6 +108,13 @@ def sweep(
     if judge not in JUDGES:
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
     cold_fraction, cold_file = _cold_skills(cold_skills, add_skills_at)
+    if shard_deployment is None:  # sharded, the workers' machines call the model
+        from mythloop.llm.preflight import backend_problem
+
+        problem = backend_problem(judge)  # a CLI on PATH that answers, an endpoint that does
+        if problem:
+            _fail(f"judge {judge!r} cannot work here: {problem} (--judge simulated needs no "
+                  "model)")
     from pydantic import ValidationError
 
     from mythloop.settings import get_settings
@@ -122,7 +132,7 @@ def sweep(
                                        model=model),
             pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
-            shard_deployment=shard_deployment, strict=strict,
+            shard_deployment=shard_deployment, strict=strict, force=force,
             concurrency=concurrency, task_per_turn=task_per_turn,
             parallel_shards=parallel_shards, cold_skills=cold_fraction,
             cold_skills_file=cold_file, add_skills_at=add_skills_at)
@@ -151,13 +161,21 @@ def sweep(
     for warning in checked.catalog.warnings:
         typer.echo(f"warning: skill kept: {one_line(warning)}", err=True)
     resume = resume_command(add={"--results-dir": str(config.results_dir)})
-    with flow_runtime(verbose=verbose, resume=resume):
+    from mythloop.llm.errors import BackendError
+    from mythloop.sweep.failing import SweepFailing
+
+    # A failed turn is said by its `turn failed` line, a stop by the one line below.
+    with flow_runtime(verbose=verbose, resume=resume, explained=(SweepFailing, BackendError)):
         from mythloop_flows.feedback_loop import sweep as sweep_flow
 
         try:
             result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
             _fail(one_line(exc))
+        except SweepFailing as exc:  # the flow run ended Failed; no night was recorded
+            typer.echo(f"error: the sweep stopped: {one_line(exc)}; fix that, then rerun the "
+                       f"same command to resume: {resume}", err=True)
+            raise typer.Exit(1) from None
     typer.echo(f"results: {result.results_dir}")
     typer.echo(f"report:  {result.report}")
     if result.failed_turns:

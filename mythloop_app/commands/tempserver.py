@@ -108,8 +108,12 @@ class TemporaryServer:
         with httpx.Client(base_url=self.api_url, timeout=5.0) as client:
             while time.monotonic() < deadline:
                 try:
-                    total = client.post("/task_runs/count", json=flows).json()
-                    waiting = client.post("/task_runs/count", json=open_).json()
+                    answers = [client.post("/task_runs/count", json=body)
+                               for body in (flows, open_)]
+                    if any(a.status_code in (429, 503) for a in answers):  # busy: ask again
+                        time.sleep(0.5)
+                        continue
+                    total, waiting = (a.raise_for_status().json() for a in answers)
                 except (httpx.HTTPError, ValueError):
                     return False
                 if waiting == 0 and total == last:

@@ -32,12 +32,12 @@ def verify(
     result = verify_scene(code, prompt=prompt)
     if result.ok and not scene_names(code):  # render would say the same, much later
         typer.echo(f"{file}:1: defines no Scene subclass (a class deriving from Scene with a "
-                   "construct method); there is nothing to render")
+                   "construct method); there is nothing to render", err=True)
         raise typer.Exit(1)
     if result.ok:
         typer.echo(f"ok: {file} passed verify")
         return
-    typer.echo(f"{file}:{result.line}: {result.reason}")
+    typer.echo(f"{file}:{result.line}: {result.reason}", err=True)
     raise typer.Exit(1)
 
 
@@ -84,6 +84,10 @@ def render(
         typer.echo(f"error: {file} defines no {scene!r}; pass one of its scene classes to "
                    f"--scene ({found})", err=True)
         raise typer.Exit(2)
+    if scene is None and not scene_names(code):  # before the out dir is made
+        typer.echo(f"error: {file} defines no Scene subclass (a class deriving from Scene with "
+                   "a construct method); there is nothing to render", err=True)
+        raise typer.Exit(2)
 
     def progress(line: str) -> None:
         typer.echo(line, err=True)
@@ -110,7 +114,7 @@ def render(
         return
     result = failed
     log = f" [log: {result.log_path}]" if result.log_path else ""
-    typer.echo(f"render failed ({result.kind}): {result.message}{log}")
+    typer.echo(f"render failed ({result.kind}): {result.message}{log}", err=True)
     raise typer.Exit(1)
 
 

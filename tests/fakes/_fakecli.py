@@ -15,6 +15,10 @@ Environment knobs:
                    retriable error); later calls answer (gemini only; marker files go here)
   FAKE_JUDGE_NOISE (judge mode, gemini only) the simulated judge's noise (default 0.2)
   FAKE_CALL_TIMES  (gemini only) append "<start> <end>" (time.time()) of each call here
+  FAKE_VERSION     broken: `--version` fails as an npm-installed CLI does without node
+                   (exit 127, "env: 'node': No such file or directory"); hang: it never answers
+
+`<cli> --version` prints the real CLI's version line (the preflight's no-cost probe).
 
 FAKE_MODE=judge (gemini only): answer a sweep's learning prompt with the simulated judge's
 reply (verdict tags over the bundled pool and prompts; needs mythloop importable): a
@@ -28,6 +32,22 @@ import os
 import signal
 import sys
 import time
+
+VERSIONS = {"claude": "2.0.14 (Claude Code)", "gemini": "0.9.0", "codex": "codex-cli 0.46.0"}
+
+
+def answer_version(name: str, argv: list[str]) -> None:
+    """`<cli> --version` (alone): the real version line, or FAKE_VERSION's failure."""
+    if argv != ["--version"]:
+        return
+    how = os.environ.get("FAKE_VERSION", "")
+    if how == "broken":
+        sys.stderr.write("/usr/bin/env: 'node': No such file or directory\n")
+        sys.exit(127)
+    if how == "hang":
+        time.sleep(600)
+    print(VERSIONS[name])
+    sys.exit(0)
 
 
 def mode() -> str:
