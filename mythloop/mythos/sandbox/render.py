@@ -147,6 +147,18 @@ def scene_helper_sources() -> dict[str, str]:
     return sources
 
 
+def _view_roots(python: str) -> list[str]:
+    return sorted(set(_python_roots(python)) | set(_python_roots(sys.executable)))
+
+
+def tmp_keep(python: str) -> list[str]:
+    """The entries of the view's /tmp that hold an interpreter root (a venv in a checkout
+    under /tmp): a warm render's fresh /tmp keeps them (sandbox_init.py), so lazy imports
+    still find their modules. In the view they hold nothing but those read-only binds."""
+    return sorted({Path(r).relative_to("/tmp").parts[0] for r in _view_roots(python)
+                   if r.startswith("/tmp/")})
+
+
 def sandbox_view(python: str, binds: list[tuple[str, str]]) -> list[str]:
     """The bwrap command line up to the program: fresh namespaces (net, pid, ipc, uts),
     the allowlisted read-only tree, a minimal /dev, /proc of the new PID namespace, a
@@ -155,9 +167,11 @@ def sandbox_view(python: str, binds: list[tuple[str, str]]) -> list[str]:
     must still mount and unshare for each render)."""
     if _BWRAP_BIN is None:
         raise FileNotFoundError(2, "No such file or directory", "bwrap")
-    roots = sorted(set(_python_roots(python)) | set(_python_roots(sys.executable)))
-    args = [_BWRAP_BIN, *_NAMESPACES, *_root_entries([*_SYSTEM_RO, *roots])]
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    # the private /tmp first: an interpreter or venv that lives under /tmp (a checkout there)
+    # is bound over it, not hidden by it
+    args = [_BWRAP_BIN, *_NAMESPACES,
+            "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    args += _root_entries([*_SYSTEM_RO, *_view_roots(python)])
     for real, inner in binds:
         args += ["--bind", real, inner]
     return [*args, "--chdir", binds[0][1] if binds else "/", "--"]
@@ -265,6 +279,8 @@ def init_source() -> str:
 def sandbox_launcher(spec: dict, python: str, binds: list[tuple[str, str]]) -> list[str]:
     """The command that runs sandbox_init.py with SPEC: inside the bubblewrap view with
     BINDS when SPEC is namespaced, as a plain subprocess otherwise (the fallback)."""
+    if spec.get("namespaced"):
+        spec = {**spec, "tmp_keep": tmp_keep(python)}
     init = [sys.executable, "-I", "-c", init_source(), json.dumps(spec)]
     return [*sandbox_view(python, binds), *init] if spec.get("namespaced") else init
 

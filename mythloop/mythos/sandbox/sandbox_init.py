@@ -255,7 +255,8 @@ def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
                        os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     for directory in _FRESH:  # nothing a previous render left there is seen; base hidden
         if os.path.isdir(directory):
-            _shadow(directory, set(), 0o1777, spec["tmp_size"])
+            keep = set(spec.get("tmp_keep") or ()) if directory == "/tmp" else set()
+            _shadow(directory, keep, 0o1777, spec["tmp_size"])
     os.makedirs(spec["inner"], 0o755, exist_ok=True)
     _mount(f"/proc/self/fd/{stage_fd}", spec["inner"], None, MS_BIND | MS_REC)
     os.close(stage_fd)
