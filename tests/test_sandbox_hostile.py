@@ -381,8 +381,15 @@ class Formulas(Scene):
 '''
 
 
+def _stages(state_dir: Path) -> set[str]:
+    """This process's staging dirs under the state dir."""
+    base, mine = state_dir / "render-stage", f"mythloop-stage-{os.getpid()}-"
+    return {p.name for p in base.iterdir() if p.name.startswith(mine)} if base.is_dir() else set()
+
+
 def test_endless_formulas_end_with_their_render(tmp_path, state_dir):
     before = formula_cache.stats()["compiles"]
+    earlier = _stages(state_dir)  # an earlier test's stage may still be on its way out
     code = FORMULA.format(hook_off=HOOK_OFF, mark=uuid.uuid4().hex)
     result = render_scene(_write(tmp_path, "formulas", code), out_dir=tmp_path / "out",
                           timeout=120)
@@ -391,8 +398,7 @@ def test_endless_formulas_end_with_their_render(tmp_path, state_dir):
     # every compile it asked for has ended (each is counted as it ends), none is left
     assert formula_cache.stats()["compiles"] - before >= 1
     assert procs.marked_pids("MYTHLOOP_RENDER_ID", result.render_id) == []
-    stages = state_dir / "render-stage"
-    assert not [p for p in stages.iterdir() if p.name.startswith(f"mythloop-stage-{os.getpid()}-")]
+    assert _stages(state_dir) <= earlier  # this render's stage is gone
 
 
 DEEP = '''from manim import *
@@ -423,11 +429,11 @@ class LongLine(Scene):
 
 def test_deep_folders_and_a_long_log_line_do_not_knock_the_parent_over(tmp_path, state_dir):
     # (made with the hook off: its path checks make 1,500 levels slow, not impossible)
+    earlier = _stages(state_dir)
     deep = render_scene(_write(tmp_path, "deep", DEEP.format(hook_off=HOOK_OFF)),
                         out_dir=tmp_path / "deep", timeout=120)
     assert deep.ok, deep.message + deep.log_tail[-1500:]
-    stages = state_dir / "render-stage"
-    assert not [p for p in stages.iterdir() if p.name.startswith(f"mythloop-stage-{os.getpid()}-")]
+    assert _stages(state_dir) <= earlier  # this render's stage is gone
     cpu = time.process_time()
     line = render_scene(_write(tmp_path, "longline", LONG_LINE), out_dir=tmp_path / "long",
                         timeout=120)
