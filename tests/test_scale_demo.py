@@ -81,8 +81,9 @@ def test_a_failed_shard_fails_the_sweep_naming_it(stack, tmp_path):
     # Storage trouble for exactly one shard: its sandbox path is taken by a file.
     (results / "c3-rep1").write_text("not a folder\n")
     with pytest.raises(RuntimeError) as failure:
-        stack.run_sweep(demo_config(results, rounds=1, replicates=1, shard_timeout=900),
-                        timeout=960)
+        # --force: the planted file is deliberate, not a mistaken results dir (refused alone)
+        config = demo_config(results, rounds=1, replicates=1, shard_timeout=900)
+        stack.run_sweep(config.model_copy(update={"force": True}), timeout=960)
     message = str(failure.value)
     line = next((ln for ln in message.splitlines()
                  if ln.startswith("RuntimeError:") and "did not complete" in ln), message)

@@ -116,6 +116,10 @@ def test_cli_defaults_are_the_config_models():
     for name in ("noise", "omit_rate", "invent_rate"):
         assert sweep[name] == getattr(judge, name), name
     film = _defaults("film")
-    for name in ("quality", "backend", "max_repairs", "burn_subtitles", "layout_repair",
-                 "fresh"):
+    for name in ("quality", "max_repairs", "burn_subtitles", "layout_repair", "fresh"):
         assert film[name] == FilmRequest.model_fields[name].default, name
+    # the backend is the one exception: the CLI has none until one is configured (--backend
+    # or MYTHLOOP_BACKEND; else one line listing the choices), while the run form in the UI
+    # pre-fills the labelled offline rehearsal
+    assert film["backend"] is None
+    assert FilmRequest.model_fields["backend"].default == "offline"
