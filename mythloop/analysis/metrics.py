@@ -123,14 +123,21 @@ def pair_details(
     return out
 
 
+def _rank_values(r: int) -> dict[str, float]:
+    """One prompt's hit@1/3/5, reciprocal rank, nDCG@5 and gold rank, from its gold rank R."""
+    values = {f"hit@{k}": 1.0 if r <= k else 0.0 for k in (1, 3, 5)}
+    values["mrr"] = 1.0 / r if r < MISS_RANK else 0.0
+    values["ndcg@5"] = 1.0 / math.log2(r + 1) if r <= 5 else 0.0
+    values["gold_rank"] = float(r)
+    return values
+
+
 def _ranking_metrics(prefix: str, ranks: list[int]) -> Metrics:
     """hit@k, MRR, nDCG@5 and mean gold rank for one prompt group."""
     out: Metrics = {f"{prefix}.n_prompts": len(ranks)}
-    for k in (1, 3, 5):
-        out[f"{prefix}.hit@{k}"] = _mean(1.0 if r <= k else 0.0 for r in ranks)
-    out[f"{prefix}.mrr"] = _mean(1.0 / r if r < MISS_RANK else 0.0 for r in ranks)
-    out[f"{prefix}.ndcg@5"] = _mean(1.0 / math.log2(r + 1) if r <= 5 else 0.0 for r in ranks)
-    out[f"{prefix}.gold_rank"] = _mean(float(r) for r in ranks)
+    per_prompt = [_rank_values(r) for r in ranks]
+    for key in ("hit@1", "hit@3", "hit@5", "mrr", "ndcg@5", "gold_rank"):
+        out[f"{prefix}.{key}"] = _mean(values[key] for values in per_prompt)
     return out
 
 
@@ -261,11 +268,7 @@ def cold_split_units(
             continue
         prefix = "heldout_cold" if info.expected_skill in cold else "heldout_warm"
         r = _rank_of(ranked_by_prompt.get(info.prompt_id, {}), info.expected_skill)
-        values = {f"hit@{k}": 1.0 if r <= k else 0.0 for k in (1, 3, 5)}
-        values.update(mrr=1.0 / r if r < MISS_RANK else 0.0,
-                      gold_rank=float(r))
-        values["ndcg@5"] = 1.0 / math.log2(r + 1) if r <= 5 else 0.0
-        for key, value in values.items():
+        for key, value in _rank_values(r).items():
             out.setdefault(f"{prefix}.{key}", {})[info.prompt_id] = value
     return out
 
@@ -431,12 +434,8 @@ def measurement_units(
                 continue
             pid = info.prompt_id
             ranked = ranked_by_prompt.get(pid, {})
-            r = _rank_of(ranked, info.expected_skill)
-            for k in (1, 3, 5):
-                put(f"{group}.hit@{k}", pid, 1.0 if r <= k else 0.0)
-            put(f"{group}.mrr", pid, 1.0 / r if r < MISS_RANK else 0.0)
-            put(f"{group}.ndcg@5", pid, 1.0 / math.log2(r + 1) if r <= 5 else 0.0)
-            put(f"{group}.gold_rank", pid, float(r))
+            for key, value in _rank_values(_rank_of(ranked, info.expected_skill)).items():
+                put(f"{group}.{key}", pid, value)
             if group == "in_distribution":
                 top = max((float(x["score"]) for x in ranked.values()), default=None)
                 put(f"{group}.top_score", pid, top)
