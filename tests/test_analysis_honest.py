@@ -35,19 +35,24 @@ def _copy_cell(root: Path, src: str, cond: str, rep: int) -> None:
         (target / file.name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
 
 
-@pytest.fixture()
-def three_identical(tmp_path) -> Path:
-    """c0 and c3 with 3 replicates each, every replicate a copy of rep1: the per-replicate
-    differences are all equal, so every interval of a difference has zero width."""
-    root = tmp_path / "three"
+def _three_replicates(root: Path, source) -> Path:
+    """ROOT as a sweep of c0 and c3 with 3 replicates, each a copy of the small results
+    dir's cell named by SOURCE(cond)."""
     root.mkdir()
     sweep = json.loads((RESULTS_SMALL / "sweep.json").read_text(encoding="utf-8"))
     sweep["replicates"] = 3
     (root / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
     for cond in ("c0", "c3"):
         for rep in (1, 2, 3):
-            _copy_cell(root, f"{cond}-rep1", cond, rep)
+            _copy_cell(root, source(cond), cond, rep)
     return root
+
+
+@pytest.fixture()
+def three_identical(tmp_path) -> Path:
+    """c0 and c3 with 3 replicates each, every replicate a copy of rep1: the per-replicate
+    differences are all equal, so every interval of a difference has zero width."""
+    return _three_replicates(tmp_path / "three", lambda cond: f"{cond}-rep1")
 
 
 def _figure_bands(metrics: dict, key: str) -> tuple[int, str, list[tuple[float, float]],
@@ -122,15 +127,7 @@ def test_every_interval_stays_in_its_metrics_range(three_identical):
 @pytest.fixture()
 def c3_as_c0(tmp_path) -> Path:
     """c3's replicates are copies of c0's: every prompt gives the same difference (0)."""
-    root = tmp_path / "same"
-    root.mkdir()
-    sweep = json.loads((RESULTS_SMALL / "sweep.json").read_text(encoding="utf-8"))
-    sweep["replicates"] = 3
-    (root / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
-    for cond in ("c0", "c3"):
-        for rep in (1, 2, 3):
-            _copy_cell(root, "c0-rep1", cond, rep)
-    return root
+    return _three_replicates(tmp_path / "same", lambda cond: "c0-rep1")
 
 
 def test_a_zero_width_interval_is_never_a_claim(c3_as_c0):
