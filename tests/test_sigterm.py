@@ -99,6 +99,16 @@ def _end_render_sessions() -> None:
             procs.kill_tree(pid, grace=1.0)
 
 
+def _render_in_flight() -> bool:
+    from mythloop.mythos.sandbox import render_pool
+
+    pool = render_pool.current_pool()
+    if pool is not None and render_pool.warm_enabled():
+        with pool.cond:
+            return any(w.renders and w.alive() for w in pool.busy)
+    return any("sandbox_init" in cmd for cmd in _descendants(os.getpid()).values())
+
+
 def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
     """In the library: a render whose sandbox ends because the process is stopping reports
     `interrupted` (the film spends no repair on it)."""
@@ -115,9 +125,10 @@ def test_an_interrupted_render_is_not_a_scene_error(tmp_path):
         result=render_scene(scene, out_dir=tmp_path / "out", timeout=600)))
     worker.start()
     try:
-        _wait_for("the sandboxed render", lambda: any(
-            "sandbox_init" in cmd for cmd in _descendants(os.getpid()).values()),
-            type("P", (), {"poll": staticmethod(lambda: None)})(), timeout=300)
+        # the render itself in flight: warm workers left idle by earlier tests also run
+        # sandbox_init, so their presence says nothing about this render
+        _wait_for("the sandboxed render", _render_in_flight,
+                  type("P", (), {"poll": staticmethod(lambda: None)})(), timeout=300)
         procs.STOPPING.set()  # what the CLI's signal handler does first
         _end_render_sessions()  # then it ends every child session (here: the render's only,
         worker.join(timeout=120)  # not the session's Prefect test server)
@@ -234,3 +245,25 @@ def test_sigterm_stops_serve_then_the_server(tmp_path):
             if proc is not None and proc.poll() is None:
                 proc.kill()
         _kill_leftovers(state)
+
+
+def test_no_render_starts_once_the_process_is_stopping(tmp_path):
+    """A render asked for after Ctrl-C / SIGTERM (a flow thread that had not yet seen it)
+    starts no worker and no sandbox, and reports `interrupted`."""
+    from mythloop import procs
+    from mythloop.mythos.sandbox import render_pool
+    from mythloop.mythos.sandbox.render import render_scene
+
+    scene = tmp_path / "busy_story.py"
+    scene.write_text(BUSY_SCENE, encoding="utf-8")
+    pool = render_pool.current_pool()
+    started = pool.started if pool is not None else 0
+    procs.STOPPING.set()
+    try:
+        result = render_scene(scene, out_dir=tmp_path / "out", timeout=600)
+    finally:
+        procs.STOPPING.clear()
+    assert result.kind == "interrupted" and not result.ok, result.message
+    pool = render_pool.current_pool()
+    assert (pool.started if pool is not None else 0) == started
+    assert not list((tmp_path / "out").rglob("*.mp4"))

@@ -774,7 +774,8 @@ def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str
         return pool.render(request, timeout, poll)
     except render_pool.WorkerLost as exc:
         with open(log, "a", encoding="utf-8") as fh:
-            fh.write(f"\nRenderWorkerError: {exc}; the render was lost with its worker "
+            fh.write(f"\nrender stopped: {exc}\n" if procs.STOPPING.is_set() else
+                     f"\nRenderWorkerError: {exc}; the render was lost with its worker "
                      "(only this render fails; the worker is replaced)\n")
         return None, False
 
@@ -800,10 +801,13 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                 if left <= 0:
                     break
                 try:
-                    code = proc.wait(timeout=min(left, 0.5) if poll else left)
+                    code = proc.wait(timeout=min(left, 0.5))
                 except subprocess.TimeoutExpired:
                     if poll:
                         poll()
+                    if procs.STOPPING.is_set():  # Ctrl-C / SIGTERM: the render goes now
+                        procs.stop_group(proc, first=signal.SIGTERM, grace=1, kill_wait=None)
+                        return proc.returncode, False
                     continue
                 if poll:
                     poll()

@@ -88,6 +88,8 @@ class _Worker:
             ready, _, _ = select.select([fd], [], [], min(left, 0.5))
             if poll:
                 poll()
+            if procs.STOPPING.is_set() and not ready:  # Ctrl-C / SIGTERM: stop waiting now
+                raise WorkerLost("the process is stopping (Ctrl-C or SIGTERM)")
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
@@ -176,6 +178,8 @@ class WarmPool:
             while True:
                 if self.closed:
                     raise WorkerLost("the render pool was shut down")
+                if procs.STOPPING.is_set():  # no render starts once the process is stopping
+                    raise WorkerLost("the process is stopping (Ctrl-C or SIGTERM)")
                 while self.idle:
                     worker = self.idle.pop()
                     if worker.alive():
@@ -197,7 +201,7 @@ class WarmPool:
                 self.idle.append(worker)
             else:
                 worker.stop()
-                if replace and not self.closed and \
+                if replace and not self.closed and not procs.STOPPING.is_set() and \
                         len(self.idle) + len(self.busy) < self.size:
                     self.idle.append(self._start())
             self.cond.notify()
