@@ -34,7 +34,8 @@ PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pyda
 
 __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
-           "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit"]
+           "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit",
+           "CpuMeter", "wait_for_quiet"]
 
 
 def stats(values: list[float]) -> dict:
@@ -166,8 +167,10 @@ def reap_escaped(token: str) -> int:
 
 
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 600, log: Path | None = None) -> dict:
-    """Run CMD in its own session; wall seconds, return code, peak tree RSS and own max RSS.
+              timeout: float = 600, log: Path | None = None,
+              meter: CpuMeter | None = None) -> dict:
+    """Run CMD in its own session; wall seconds, return code, peak tree RSS and own max RSS,
+    and its CPU seconds (`cpu_s`: METER's cgroup when given, else the reaped tree's).
 
     Killed with its process group at TIMEOUT; anything it started that left the group
     (found by an environment marker) is stopped when it ends. Output goes to LOG (or is
@@ -176,8 +179,10 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     token = uuid.uuid4().hex
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
+    cpu_before = meter.seconds() if meter else None
     t0 = time.perf_counter()
-    proc = procs.start_session(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    proc = procs.start_session(meter.wrap(cmd) if meter else cmd, env=env, cwd=cwd,
+                               stdout=out, stderr=subprocess.STDOUT)
     timed_out = False
     with TreeSampler(proc.pid) as sampler:
         deadline = time.monotonic() + timeout
@@ -197,9 +202,91 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     if log:
         out.close()
     tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log else ""
+    cpu_after = meter.seconds() if meter else None
+    cpu = (cpu_after - cpu_before if cpu_after is not None and cpu_before is not None
+           else usage.ru_utime + usage.ru_stime)
     return {"wall_s": wall, "returncode": proc.returncode, "timed_out": timed_out,
             "peak_tree_rss_mb": sampler.peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
-            "tail": tail, "left_running": left}
+            "cpu_s": cpu, "cpu_method": meter.method if meter else "wait4 (reaped descendants only)",
+            "started_at": time.time() - wall, "tail": tail, "left_running": left}
+
+
+class CpuMeter:
+    """CPU seconds (user + system) of every process a command starts, however it ends.
+
+    A cgroup of its own (cgroup v1 `cpuacct`, or cgroup v2 `cpu.stat`): the command joins it
+    before it execs, and everything it forks stays in it, so renders in a PID namespace, a
+    temporary server and an ffmpeg that lived 50 ms all count, whether or not their parents
+    reaped them. Where no cgroup can be made (not root, no cgroupfs), it falls back to the
+    `wait4` usage of the command's reaped tree, and `method` says so.
+    """
+
+    _ROOTS = (("/sys/fs/cgroup/cpuacct", "cpuacct.usage", 1e-9),
+              ("/sys/fs/cgroup/unified", "cpu.stat", 1e-6),
+              ("/sys/fs/cgroup", "cpu.stat", 1e-6))
+
+    def __init__(self, name: str) -> None:
+        self.path: Path | None = None
+        self.file, self.scale, self.method = "", 0.0, "wait4 (reaped descendants only)"
+        for root, file, scale in self._ROOTS:
+            base = Path(root)
+            if not (base / "cgroup.procs").is_file():
+                continue
+            path = base / f"mythloop-bench-{name}-{uuid.uuid4().hex[:8]}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            if (path / file).is_file():
+                self.path, self.file, self.scale = path, file, scale
+                self.method = f"cgroup ({path.parent}/.../{file})"
+                break
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+    def wrap(self, cmd: list[str]) -> list[str]:
+        """CMD, started so that it joins this meter's cgroup first."""
+        if self.path is None:
+            return cmd
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
+                str(self.path / "cgroup.procs"), *cmd]
+
+    def seconds(self) -> float | None:
+        if self.path is None:
+            return None
+        text = (self.path / self.file).read_text()
+        if self.file == "cpu.stat":
+            fields = dict(line.split() for line in text.splitlines() if line.strip())
+            return int(fields["usage_usec"]) * self.scale
+        return int(text.strip()) * self.scale
+
+    def close(self) -> None:
+        """Remove the cgroup (once its processes are gone; a few tries)."""
+        if self.path is None:
+            return
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def wait_for_quiet(threshold: float, limit_s: float, poll_s: float = 5.0) -> dict:
+    """Wait until the 1-minute load average is below THRESHOLD, up to LIMIT_S seconds.
+
+    Returns the load when it stopped waiting, whether it was quiet, and the seconds waited.
+    """
+    t0 = time.monotonic()
+    while True:
+        load = os.getloadavg()[0]
+        waited = time.monotonic() - t0
+        if load < threshold or waited >= limit_s:
+            return {"load1": round(load, 2), "quiet": load < threshold,
+                    "waited_s": round(waited, 1)}
+        time.sleep(min(poll_s, max(0.1, limit_s - waited)))
 
 
 def _cpu_model() -> str:

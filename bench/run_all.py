@@ -44,7 +44,7 @@ from report import render_results  # noqa: E402
 PARTS = ("router", "scale", "sweep", "film", "overhead", "metatool", "bad_input")
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 SCALE_JSON = REPO / "bench" / "scale.json"
-TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 720, "overhead": 240,
+TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
 FULL = {
     "router": {},
@@ -59,7 +59,8 @@ QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
     "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0, "latency_delay_s": 0.5},
-    "film": {"repeats": 1, "rerun": False},
+    "film": {"repeats": 1, "rerun": False, "modes": ("temporary_server",), "probe": False,
+             "quiet_wait_s": 0.0},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
     "metatool": {"rounds": 1, "conditions": ["c0"], "plot": False},
     "bad_input": {"repeats": 1},

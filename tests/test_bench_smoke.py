@@ -36,6 +36,45 @@ def test_run_child_reports_exit_code_and_tree_memory(tmp_path):
     assert result["peak_tree_rss_mb"] > 0
 
 
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+
+
+def test_cpu_meter_counts_a_grandchild_nobody_reaped(tmp_path):
+    """The film's CPU is measured over its whole tree: a process that left its parent's
+    session and was never waited for (like a render in a PID namespace whose parent was
+    killed) still counts, where the reaped-tree usage of wait4 misses it."""
+    meter = common.CpuMeter("test")
+    if meter.path is None:
+        pytest.skip("no cgroup can be made here (not root, or no cgroupfs)")
+
+    def code(marker: Path) -> str:
+        # the grandchild burns 0.6 s of CPU, says so, then lingers; the child leaves it
+        # behind unreaped (run_child stops it afterwards, as a leftover)
+        grandchild = (BURN.format(s=0.6) + f"open({str(marker)!r}, 'w').close()\n"
+                      "time.sleep(60)\n")
+        return ("import os, subprocess, sys, time\n"
+                f"subprocess.Popen([sys.executable, '-c', {grandchild!r}], "
+                "start_new_session=True)\n"
+                f"while not os.path.exists({str(marker)!r}): time.sleep(0.05)\n")
+
+    try:
+        result = common.run_child([sys.executable, "-c", code(tmp_path / "a")], meter=meter,
+                                  timeout=120)
+        reaped_only = common.run_child([sys.executable, "-c", code(tmp_path / "b")],
+                                       timeout=120)
+        assert result["returncode"] == 0 and "cgroup" in result["cpu_method"]
+        assert result["cpu_s"] >= 0.6  # the grandchild's CPU, though nobody reaped it
+        assert reaped_only["cpu_s"] < 0.6  # what wait4 alone sees: the child, not its orphan
+    finally:
+        meter.close()
+
+
+def test_wait_for_quiet_says_when_the_machine_was_not_quiet():
+    assert common.wait_for_quiet(threshold=1e9, limit_s=5)["quiet"] is True
+    busy = common.wait_for_quiet(threshold=-1.0, limit_s=0.3, poll_s=0.1)
+    assert busy["quiet"] is False and busy["waited_s"] >= 0.3
+
+
 def test_run_child_kills_at_timeout(tmp_path):
     result = common.run_child([sys.executable, "-c", "import time; time.sleep(30)"],
                               timeout=1, log=tmp_path / "log.txt")
@@ -239,3 +278,37 @@ def test_metatool_section_shows_intervals_and_below_c0_reads_them():
                "round_times": {}, "bm25": {"hit@1": 0.4, "hit@5": 0.6, "mrr": 0.5}}
     text = "\n".join(report._metatool({"figures": figures}))
     assert "| c3 | 1 | 0.500 [0.450, 0.550] |" in text and "-0.030 [-0.060, +0.010]" in text
+
+
+def test_results_page_states_each_film_mode_its_cpu_and_its_breakdown():
+    def mode(film_s, plain_s, film_cpu, plain_cpu, quiet):
+        return {"film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
+                "film_over_plain": common.ratio_stats(film_s, plain_s),
+                "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
+                "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu), "pairs": 2,
+                "quiet_pairs": quiet, "loads": [[0.5, 0.6], [0.4, 0.7]],
+                "ratio_from": "quiet pairs" if quiet else "all pairs (no quiet pair: see load)"}
+
+    figures = {
+        "prompt": "the heat equation", "repeats": 2, "cores": 2, "quiet_load_below": 1.0,
+        "quiet_wait_s": 300.0, "target_ratio": 0.75, "target_cpu_ratio": 1.1,
+        "modes": {"temporary_server": mode([21.0, 23.0], [30.0, 30.0], [40.0], [38.0], 2),
+                  "server_up": mode([27.0], [30.0], [52.0], [40.0], 0)},
+        "breakdown_median": {"temporary_server": {"before_flow_s": 4.5, "overlap": 1.8},
+                             "server_up": {"before_flow_s": 2.0, "overlap": None}},
+        "layout_probe": None, "rerun": None}
+    data = {"machine": {"date_utc": "d", "cpu": "c", "cores": 2, "cores_usable": 2,
+                        "memory_gb": 1.0, "os": "o", "python": "3.11.0", "packages": {},
+                        "loadavg": [0.5, 0.5, 0.5], "git": "abc"},
+            "total_s": 60.0, "load_end": [1.0, 1.0, 1.0],
+            "parts": {"film": {"figures": figures, "child_wall_s": 600.0}}}
+    page = report.render_results(data)
+    # 22/30 meets 0.75; 27/30 does not; CPU 40/38 meets 1.1; 52/40 does not
+    assert "| film | film <= 0.75x plain manim -ql, no server running (a temporary one " \
+           "starts) (2 cores) | 0.73x (22.0 s vs 30.0 s; quiet pairs) | met |" in page
+    assert "0.90x (27.0 s vs 30.0 s; all pairs (no quiet pair: see load)) | **NOT met** |" \
+        in page
+    assert "| 1.05x (40.0 s vs 38.0 s) | met |" in page
+    assert "| 1.30x (52.0 s vs 40.0 s) | **NOT met** |" in page
+    assert "| before the flow: CLI start-up, server start or connect | 4.50 | 2.00 |" in page
+    assert "| renders' overlap (summed renders / scene phase) | 1.80x | n/a |" in page

@@ -259,8 +259,8 @@ def test_no_render_starts_once_the_process_is_stopping(tmp_path):
     pool = render_pool.current_pool()
     started = pool.started if pool is not None else 0
     procs.STOPPING.set()
-    try:
-        result = render_scene(scene, out_dir=tmp_path / "out", timeout=600)
+    try:  # (a short timeout: were the render to start, the test ends soon and fails)
+        result = render_scene(scene, out_dir=tmp_path / "out", timeout=30)
     finally:
         procs.STOPPING.clear()
     assert result.kind == "interrupted" and not result.ok, result.message
