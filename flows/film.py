@@ -43,6 +43,7 @@ from mythloop.mythos.plan.stages import STAGES
 from mythloop.mythos.records import CodegenResult, FilmResult, StageOutcome
 from mythloop.mythos.rundir import slugify, utc_now
 from mythloop.mythos.sandbox.layout import Finding, scene_zooms
+from mythloop.mythos.sandbox.render import prewarm
 from mythloop.mythos.scene_book import SceneBook
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
@@ -99,6 +100,8 @@ def film(request: FilmRequest) -> FilmResult:
     """Turn a prompt into a rendered Manim film: six agents, codegen, verify, render, repair."""
     session = open_session(request, flow_run_id=str(flow_run.id) if flow_run.id else None)
     say(f"[film] run dir: {session.run_dir}")
+    if request.render and request.resume_dir is None:  # (started already by the CLI)
+        prewarm(request.render_workers or os.cpu_count() or 1)  # manim imports overlap the stages
     progress = _Progress(len(STAGES) + 2 + (1 if request.render else 0), session.run_dir)
     try:
         result = _make_film(session, request, progress)

@@ -202,6 +202,14 @@ def _descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def _rendering(state: Path) -> bool:
+    """A render is under way: its staging dir exists (warm workers, which a film starts
+    before its first render, run sandbox_init too, so a process list cannot tell)."""
+    from mythloop.mythos.sandbox.render import STAGE_PREFIX
+
+    return any((state / "render-stage").glob(f"{STAGE_PREFIX}*"))
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -216,9 +224,8 @@ def test_ctrl_c_mid_render_ends_the_film_and_its_render(tmp_path):
             "--runs-dir", str(tmp_path / "runs")]
     proc = _start(args, state, "film")
     try:
-        tree = _wait_for("the render", lambda: (lambda t: t if any(
-            "sandbox_init" in cmd for cmd in t.values()) else None)(_descendants(proc.pid)),
-            proc)
+        tree = _wait_for("the render", lambda: _descendants(proc.pid) if _rendering(state)
+                         else None, proc)
         code = _ctrl_c(proc)
         err = _text(state, "film", "err")
         assert code == 130, err[-3000:]
@@ -295,8 +302,7 @@ def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
                    "--render-workers", "1", "--render-timeout", "600", "--runs-dir",
                    str(runs)], state, "film")
     try:
-        _wait_for("scene-01's render", lambda: any(
-            "sandbox_init" in cmd for cmd in _descendants(proc.pid).values()), proc)
+        _wait_for("scene-01's render", lambda: _rendering(state), proc)
         _ctrl_c_ends_cleanly(proc, state, "film")
     finally:
         if proc.poll() is None:
@@ -342,7 +348,7 @@ def test_the_printed_resume_line_of_a_fresh_film_continues_it(tmp_path, monkeypa
 
     def scene_2_rendering():
         done = list(runs.glob("mythos/*/scenes/scene-01.mp4"))
-        rendering = any("sandbox_init" in cmd for cmd in _descendants(proc.pid).values())
+        rendering = _rendering(state)
         return done and rendering and not list(runs.glob("mythos/*/scenes/scene-02.mp4"))
 
     try:

@@ -81,6 +81,27 @@ def test_workers_are_reused_and_a_crash_fails_alone(tmp_path, fresh_pool):
     assert pool.started >= 2  # the crashed render's worker was replaced, not reused
 
 
+def test_prewarmed_workers_serve_the_first_renders(tmp_path, fresh_pool):
+    """A film starts its workers before its first render (their manim import overlaps the
+    server's start and the stages): the renders then take those workers, none starts anew."""
+    from mythloop.mythos.sandbox.render import prewarm
+
+    assert prewarm(2) == 2
+    pool = render_pool.current_pool()
+    assert pool is not None and pool.started == 2 and len(pool.workers()) == 2
+    assert prewarm(2) == 0  # already there: none more
+    tiny = _write(tmp_path, "tiny", TINY)
+    results: list = []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        render_scene(tiny, out_dir=tmp_path / f"r{i}", timeout=120))) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.ok for r in results] == [True, True], [r.message for r in results]
+    assert render_pool.current_pool() is pool and pool.started == 2
+
+
 def test_a_worker_killed_mid_render_fails_only_that_render(tmp_path, fresh_pool):
     endless, tiny = _write(tmp_path, "endless", ENDLESS), _write(tmp_path, "tiny", TINY)
     results: dict[str, object] = {}

@@ -28,6 +28,7 @@ from test_interrupts import (
     _env,
     _kill_leftovers,
     _no_process_left,
+    _rendering,
     _run_states,
     _start,
     _text,
@@ -60,9 +61,9 @@ def _sigterm(proc: subprocess.Popen) -> int:
         pytest.fail("the command did not exit within 120 s of SIGTERM")
 
 
-def _render_tree(proc: subprocess.Popen) -> dict[int, str]:
-    return _wait_for("the sandboxed render", lambda: (lambda t: t if any(
-        "sandbox_init" in cmd for cmd in t.values()) else None)(_descendants(proc.pid)), proc)
+def _render_tree(proc: subprocess.Popen, state: Path) -> dict[int, str]:
+    return _wait_for("the sandboxed render", lambda: _descendants(proc.pid)
+                     if _rendering(state) else None, proc)
 
 
 def test_sigterm_mid_render_ends_the_sandbox(tmp_path):
@@ -73,7 +74,7 @@ def test_sigterm_mid_render_ends_the_sandbox(tmp_path):
             "--quiet"]
     proc = _start(args, state, "render")
     try:
-        tree = _render_tree(proc)
+        tree = _render_tree(proc, state)
         code = _sigterm(proc)
         err = _text(state, "render", "err")
         assert code == 143, err[-3000:]
@@ -151,7 +152,7 @@ def test_sigterm_mid_film_render_leaves_nothing_running(tmp_path):
             "--runs-dir", str(tmp_path / "runs")]
     proc = _start(args, state, "film")
     try:
-        tree = _render_tree(proc)
+        tree = _render_tree(proc, state)
         code = _sigterm(proc)
         err = _text(state, "film", "err")
         assert code == 143, err[-3000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -107,7 +108,8 @@ def film(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
     typer.echo(f"backend: {backend_label(request)}")
-    with flow_runtime(verbose=verbose, resume=_resume_line(request)):
+    with flow_runtime(verbose=verbose, resume=_resume_line(request),
+                      before_server=_prewarm(request)):
         from mythloop_flows.film import film as film_flow
 
         state = film_flow(request, return_state=True)
@@ -252,3 +254,17 @@ def _one_line(exc: BaseException) -> str:
 
 def register(app: typer.Typer) -> None:
     app.command("film")(film)
+
+
+def _prewarm(request: FilmRequest) -> Callable[[], object] | None:
+    """The render workers start first: they import manim while the Prefect server starts and
+    the stages run (a resumed film may have every scene rendered already: none start early)."""
+    if not request.render or request.resume_dir is not None:
+        return None
+
+    def start() -> int:
+        from mythloop.mythos.sandbox.render import prewarm
+
+        return prewarm(request.render_workers or os.cpu_count() or 1)
+
+    return start

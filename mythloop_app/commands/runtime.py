@@ -42,7 +42,8 @@ _PREPARED: list[bool] = []
 @contextlib.contextmanager
 def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | None = None,
                  stopped: str | None = None,
-                 explained: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+                 explained: tuple[type[BaseException], ...] = (),
+                 before_server: Callable[[], object] | None = None) -> Iterator[None]:
     """Run flows from the CLI.
 
     - Prefect's per-task console lines are hidden unless --verbose (the flows print one
@@ -124,6 +125,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
             try:
                 from prefect.settings import PREFECT_API_URL
 
+                if before_server is not None:  # (under the signal handlers already)
+                    before_server()
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
                 watch = _ServerWatch(state, verbose=verbose,

@@ -50,9 +50,10 @@ from mythloop.settings import get_settings
 from mythloop.vocab import QUALITIES, RENDER_KINDS, RenderKind
 
 __all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scene_names",
-           "QUALITIES", "ProgressCallback"]
+           "prewarm", "QUALITIES", "ProgressCallback"]
 
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
+TMP_SIZE = "256m"  # each render's private /tmp (a tmpfs)
 POOL_BASE = "/tmp/.mythloop-pool-base"  # a warm worker's staging base (sandbox_init._POOL_BASE)
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
 _HERE = Path(__file__).resolve().parent
@@ -675,7 +676,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         isolation.append("no audit hook (custom manim command or audit_hook=False)")
 
     cpu = int(timeout) + 5
-    spec = {"namespaced": namespaced, "inner": inner, "tmp_size": "256m",
+    spec = {"namespaced": namespaced, "inner": inner, "tmp_size": TMP_SIZE,
             "uid": uid if drop else None, "gid": gid if drop else None,
             "worker_cmd": worker_cmd,
             "limits": {"AS": limits.memory_bytes, "CPU": [cpu, cpu + 5],
@@ -742,6 +743,33 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         seconds=seconds, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token,
         layout_findings=findings)
+
+
+def prewarm(count: int) -> int:
+    """Start up to COUNT warm render workers now, so that their manim import overlaps what
+    the caller does before its first render (a film: the Prefect server's start, the stages).
+
+    The workers are those a render would start (the same pool key), so the first renders take
+    them; how many are starting is returned, 0 where renders use no warm workers (no
+    bubblewrap, not root, a custom manim command, MYTHLOOP_WARM_WORKERS=0).
+    """
+    settings = get_settings()
+    if count < 1 or settings.manim or not render_pool.warm_enabled() or os.geteuid() != 0 \
+            or _BWRAP_BIN is None or not _namespaces_work():
+        return 0
+    uid, gid = _nobody()
+    base = settings.state_root / "render-stage"  # where _make_stage puts every stage
+    base.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        base.chmod(0o700)
+    spec = {"namespaced": True, "inner": INNER_DIR, "tmp_size": TMP_SIZE, "uid": uid,
+            "gid": gid}
+    pool = render_pool.get_pool(base=base.resolve(), spec=spec,
+                                env=_child_env(INNER_DIR, "warm-pool", None),
+                                log_dir=settings.state_root / "logs")
+    before = len(pool.workers())
+    pool.prestart(count)
+    return max(0, len(pool.workers()) - before)
 
 
 def _layout_findings(record_path: Path,
