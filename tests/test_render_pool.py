@@ -102,6 +102,25 @@ def test_prewarmed_workers_serve_the_first_renders(tmp_path, fresh_pool):
     assert render_pool.current_pool() is pool and pool.started == 2
 
 
+def test_a_scene_that_raises_keeps_its_worker_serving(tmp_path, fresh_pool):
+    """A film's usual failure (the scene raises; its repair renders next) costs no new
+    worker: the render was a fork of the worker, which ran none of its code. A crash still
+    retires its worker (the test above)."""
+    raises = _write(tmp_path, "raises", "from manim import *\n\nclass Raises(Scene):\n"
+                    "    def construct(self):\n        self.add(Square().move_to(x_range=1))\n")
+    tiny = _write(tmp_path, "tiny", TINY)
+    assert render_scene(tiny, out_dir=tmp_path / "a", timeout=120).ok
+    pool = render_pool.current_pool()
+    assert pool is not None
+    started, (worker,) = pool.started, pool.workers()
+    failed = render_scene(raises, out_dir=tmp_path / "b", timeout=120)
+    assert not failed.ok and failed.kind == "scene_error" and failed.returncode == 1, \
+        failed.message
+    after = render_scene(tiny, out_dir=tmp_path / "c", timeout=120)
+    assert after.ok, after.message
+    assert pool.started == started and worker in pool.workers()  # the same worker
+
+
 def test_a_worker_killed_mid_render_fails_only_that_render(tmp_path, fresh_pool):
     endless, tiny = _write(tmp_path, "endless", ENDLESS), _write(tmp_path, "tiny", TINY)
     results: dict[str, object] = {}

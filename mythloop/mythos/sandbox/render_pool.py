@@ -43,6 +43,7 @@ __all__ = ["WarmPool", "get_pool", "shutdown", "warm_enabled", "MAX_RENDERS", "P
 
 MAX_RENDERS = 25  # a worker is replaced after this many renders even when all went well
 START_TIMEOUT = 180.0  # seconds for a worker to import manim and say it is ready
+REUSE_STATUSES = (0, 1)  # a render that ended so (in time, clean) keeps its worker serving
 REPLY_GRACE = 20.0  # beyond the render's own timeout (the worker kills the render itself)
 POOL_MARKER = "MYTHLOOP_RENDER_POOL"  # in every worker process's environment
 _HERE = Path(__file__).resolve().parent
@@ -214,7 +215,10 @@ class WarmPool:
         keep, replace = False, False
         try:
             status, timed_out = worker.render(request, timeout, poll)
-            keep = status == 0 and not timed_out and worker.clean
+            # a scene that raised (exit 1) leaves its worker as it found it: the render was
+            # a fork that died, the worker never ran its code (docs/sandbox.md); a crash, a
+            # timeout or a render that left a process behind retires the worker
+            keep = status in REUSE_STATUSES and not timed_out and worker.clean
             replace = True
             return status, timed_out
         except Exception:
