@@ -118,6 +118,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     if not verbose:
         import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
     quieted = None if verbose else _hide_termination_crash_lines()
+    if not verbose:
+        _add_console_filter(_NoDrainProgress())  # (not removed: the drain runs at exit)
     unexplained = None if verbose or not explained else _add_console_filter(
         _ExplainedFailures(explained))
     try:
@@ -489,6 +491,16 @@ class _NoTerminationCrash:
                 return False
             exc = exc.__cause__ or exc.__context__
         return True
+
+
+class _NoDrainProgress:
+    """Console filter: drops Prefect's "Still processing items: N items remaining..." (its
+    log and event shippers, still sending while the process exits on a busy machine):
+    progress, not a problem, and a line that broke the commands' one-line answers. It stays
+    on to the end of the process, as the shippers drain at exit."""
+
+    def filter(self, record) -> bool:
+        return not str(record.getMessage()).startswith("Still processing items:")
 
 
 class _ExplainedFailures:
