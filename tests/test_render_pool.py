@@ -157,7 +157,8 @@ def test_a_timeout_kills_the_render_and_replaces_its_worker(tmp_path, fresh_pool
 
 
 DRIVER = """
-import sys, threading, time
+import faulthandler, signal, sys, threading, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks when it hangs
 from mythloop.mythos.sandbox import render_pool
 from mythloop.mythos.sandbox.render import render_scene
 
@@ -179,8 +180,9 @@ def test_no_worker_is_left_after_ctrl_c_or_sigterm(tmp_path, sig):
     endless = _write(tmp_path, "endless", ENDLESS)
     # a state dir of its own: a driver ended by a signal leaves its staging dir to the next
     # render's stale-stage sweep, which must not be another test's concern
+    err = open(tmp_path / "driver.err", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(endless), str(tmp_path / "o")],
-                            stdout=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=err, text=True,
                             env=dict(os.environ, MYTHLOOP_STATE_DIR=str(tmp_path / "state")))
     try:
         line = proc.stdout.readline()
@@ -189,9 +191,16 @@ def test_no_worker_is_left_after_ctrl_c_or_sigterm(tmp_path, sig):
         assert _pool_pids(token)  # the worker (and the render it runs) exist
         time.sleep(1.0)
         proc.send_signal(sig)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # where it hangs: every thread's stack
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            pytest.fail("the driver did not exit within 120 s of the signal; its threads:\n"
+                        + (tmp_path / "driver.err").read_text()[-6000:])
         procs.wait_until(lambda: not _pool_pids(token), 30, "the workers to end")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        err.close()

@@ -371,7 +371,8 @@ class Formulas(Scene):
                 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 conn.connect("/tmp/mythloop-render/tex.sock")
                 request = {{"tex": ENDLESS + str(i), "compiler": "latex", "format": ".dvi"}}
-                conn.sendall((json.dumps(request) + "\\n").encode())
+                # (the service closes what is beyond its 4 connections: EPIPE, not SIGPIPE)
+                conn.sendall((json.dumps(request) + "\\n").encode(), socket.MSG_NOSIGNAL)
                 kept.append(conn)
             except OSError as exc:
                 print("connect", i, exc, flush=True)
