@@ -91,7 +91,6 @@ from mythloop.sweep.records import (
     read_sweep_record,
 )
 from mythloop.sweep.shards import rounds_done, shard_plan, shard_summary
-from mythloop.sweep.tuned import collect_models
 from mythloop.sweep.study import (
     finish_study,
     level_config,
@@ -99,6 +98,7 @@ from mythloop.sweep.study import (
     prepare_study_dir,
     sweep_key,
 )
+from mythloop.sweep.tuned import collect_models
 from mythloop.verdicts import render_self_eval_contract
 from mythloop.vocab import Condition
 from mythloop_tasks.analysis import analyze_results, analyze_study_results, artifact_key

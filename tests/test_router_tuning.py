@@ -6,7 +6,6 @@ model store's atomic, content-addressed saves, and the embedding cache kept apar
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

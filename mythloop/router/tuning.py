@@ -30,7 +30,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mythloop.router.models import ModelInfo, ModelStore
