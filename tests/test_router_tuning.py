@@ -6,6 +6,7 @@ model store's atomic, content-addressed saves, and the embedding cache kept apar
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -186,3 +187,69 @@ def test_an_interrupted_fine_tune_leaves_no_model(tmp_path):
         STOPPING.clear()
     assert models.list() == [] and models.partials() == []
     assert not models.root.exists() or not any(models.root.iterdir())
+
+
+# ---- the CLI: route --model, models (list, remove) ----------------------------------------
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from mythloop_app.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def saved(tuned):
+    """The tuned model copied into the state folder's model store (where the CLI looks)."""
+    from mythloop.settings import get_settings
+
+    _, _, info, _ = tuned
+    store = ModelStore(get_settings().models_dir)
+    target = store.root / info.id
+    if not target.exists():
+        shutil.copytree(info.path, target)
+    yield store, info.id
+    shutil.rmtree(target, ignore_errors=True)
+
+
+def _rank_of(payload: dict, skill: str) -> int:
+    return next(r["rank"] for r in payload["ranked"] if r["name"] == skill)
+
+
+def test_route_model_ranks_with_a_saved_model(saved, tmp_path):
+    _, model_id = saved
+    query, skill = next(iter(TAUGHT.items()))
+    ranked = {}
+    for model in ("base", model_id[:8]):  # an id prefix is enough when it is unique
+        res = _cli("route", query, "--pool", str(POOL), "--store", str(tmp_path / "s.db"),
+                   "--top-k", "80", "--json", "--no-blend", "--model", model)
+        assert res.exit_code == 0, res.output
+        ranked[model] = json.loads(res.stdout)
+    assert ranked[model_id[:8]]["model_id"] == model_id
+    assert ranked["base"]["model_id"] == model_id_for(default_model())
+    assert _rank_of(ranked[model_id[:8]], skill) < _rank_of(ranked["base"], skill)
+
+
+def test_route_refuses_an_unknown_model_in_one_line(tmp_path):
+    res = _cli("route", "my regex hangs", "--store", str(tmp_path / "s.db"),
+               "--model", "ft-000000000000")
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and "no such model" in res.stderr
+
+
+def test_models_lists_and_removes(saved):
+    store, model_id = saved
+    listed = _cli("models", "--json")
+    assert listed.exit_code == 0, listed.output
+    payload = json.loads(listed.stdout)
+    mine = [m for m in payload["models"] if m["model_id"] == model_id]
+    assert mine and mine[0]["pairs"] == 4 and mine[0]["source"] == "test"
+    assert model_id in _cli("models").stdout
+    bad = _cli("models", "remove", model_id, "ft-ffffffffffff")
+    assert bad.exit_code == 2 and "ft-ffffffffffff" in bad.stderr
+    assert store.get(model_id) is not None  # nothing removed when one id is wrong
+    gone = _cli("models", "remove", model_id)
+    assert gone.exit_code == 0 and f"removed {model_id}" in gone.stdout
+    assert store.get(model_id) is None and store.partials() == []
