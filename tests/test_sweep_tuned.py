@@ -35,6 +35,7 @@ def _rank(rows: list[dict], prompt_id: str, skill: str) -> int:
     return ranks[0] if ranks else 11
 
 
+@pytest.mark.slow  # a fine-tune or two of the real model (about a minute or more)
 @pytest.mark.usefixtures("prefect_harness")
 def test_c5_ranks_later_rounds_with_its_own_tuned_model(tmp_path):
     from prefect import get_client

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -78,6 +79,53 @@ def remove(model_ids: list[str] = typer.Argument(..., metavar="ID...",
     for model_id in model_ids:
         info = store.remove(model_id)
         typer.echo(f"removed {info.id}")
+
+
+@models_app.command("promote")
+def promote(
+    store: Path = typer.Option(..., "--store", help="Verdict store (SQLite) to train from."),
+    held_out: Path = typer.Option(..., "--held-out",
+                                  help="Labelled prompts to evaluate on (JSON rows or YAML)."),
+    pool: Path | None = typer.Option(None, "--pool", help="Skill pool (default: fixtures)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
+) -> None:
+    """Train a candidate from every trusted verdict in STORE, and promote it only when its
+    held-out hit@1 and hit@5 are not worse than the current model's (paired by prompt) and the
+    fixture traps hold. Exit 0 either way; the decision is printed and kept as an artifact."""
+    if not store.is_file():
+        _fail(f"--store {store} is not a file: pass a verdict store (e.g. a sweep's "
+              "<cond>-rep1/store.db or .mythloop/store.db)")
+    from mythloop.data import data_path
+    from mythloop.promotion import load_eval_prompts
+    from mythloop.skills import load_catalog
+
+    pool = pool or data_path("fixtures", "pool")
+    try:
+        prompts = load_eval_prompts(held_out)
+        catalog = load_catalog(pool)
+    except (OSError, ValueError) as exc:
+        _fail(" ".join(str(exc).split()))
+    if not catalog.skills:
+        _fail(f"no valid skills in {pool}; pass --pool")
+    unknown = sorted({p.expected_skill for p in prompts} - set(catalog.names()))
+    if unknown:
+        _fail(f"--held-out {held_out} expects skills not in the pool: {', '.join(unknown[:5])}")
+    from mythloop_app.commands.runtime import flow_runtime
+
+    with flow_runtime(verbose=verbose):
+        from mythloop_flows.promote_model import promote_model
+
+        try:
+            decision = promote_model(str(store.resolve()), str(held_out.resolve()),
+                                     str(Path(pool).resolve()))
+        except ValueError as exc:
+            _fail(" ".join(str(exc).split()))
+    cand, cur = decision["candidate"], decision["current"]
+    typer.echo(f"candidate {cand['model_id']}: hit@1 {cand['hit@1']:.3f}, hit@5 "
+               f"{cand['hit@5']:.3f} (current {cur['model_id']}: {cur['hit@1']:.3f}, "
+               f"{cur['hit@5']:.3f})")
+    typer.echo(("promoted: " if decision["promote"] else "not promoted (kept): ")
+               + "; ".join(decision["reasons"]))
 
 
 def register(app: typer.Typer) -> None:
