@@ -108,7 +108,7 @@ def test_partial_folders_of_dead_writers_are_removed(tmp_path):
     dead = store.root / ".partial-999999999-abcd"  # no such pid
     (dead / "0_Transformer").mkdir(parents=True)
     (dead / "0_Transformer" / "model.safetensors").write_bytes(b"half")
-    assert store.list() == [] and store.clean_partials() == [dead]
+    assert store.saved() == [] and store.clean_partials() == [dead]
     assert not dead.exists()
 
 
@@ -147,7 +147,7 @@ def test_fine_tune_moves_its_prompts_to_their_skills_and_records_lineage(tuned, 
     assert lineage["source"] == "test" and lineage["steps"] == 3
     saved = [json.loads(line) for line in (info.path / "pairs.jsonl").read_text().splitlines()]
     assert {(p["query"], p["skill"]) for p in saved} == set(TAUGHT.items())
-    assert [m.id for m in models.list()] == [info.id] and models.partials() == []
+    assert [m.id for m in models.saved()] == [info.id] and models.partials() == []
     # The same base, pairs and settings: the saved model is found, nothing is trained again.
     again = []
     assert fine_tune(default_model(), list(reversed(_pairs())), models, settings=QUICK,
@@ -185,7 +185,7 @@ def test_an_interrupted_fine_tune_leaves_no_model(tmp_path):
                       on_step=stop_after_first)
     finally:
         STOPPING.clear()
-    assert models.list() == [] and models.partials() == []
+    assert models.saved() == [] and models.partials() == []
     assert not models.root.exists() or not any(models.root.iterdir())
 
 

@@ -126,7 +126,7 @@ def test_ctrl_c_mid_fine_tune_leaves_no_model_and_the_rerun_resumes(tmp_path):
     assert "fine-tuned" not in _text(state, "sweep", "out")  # stopped inside the fine-tune
     assert not (results / "c5-rep1" / "round_1.jsonl").exists()
     store = ModelStore(state / "models")
-    assert store.list() == [] and store.partials() == []
+    assert store.saved() == [] and store.partials() == []
 
     rerun = subprocess.run([EXE, *args], env=_env(state), capture_output=True, text=True,
                            timeout=1800)
@@ -135,4 +135,4 @@ def test_ctrl_c_mid_fine_tune_leaves_no_model_and_the_rerun_resumes(tmp_path):
     assert "already complete, skipped" in rerun.stdout and "fine-tuned" in rerun.stdout
     records = json.loads((results / "sweep.json").read_text())["models"]["c5-rep1"]
     assert [r["round"] for r in records] == [1] and records[0]["trained"]
-    assert [m.id for m in store.list()] == [records[0]["model_id"]] and store.partials() == []
+    assert [m.id for m in store.saved()] == [records[0]["model_id"]] and store.partials() == []

@@ -83,7 +83,7 @@ class ModelStore:
         self.root = Path(root).expanduser().resolve()
 
     # --- reads ------------------------------------------------------------------
-    def list(self) -> list[ModelInfo]:
+    def saved(self) -> list[ModelInfo]:
         """Every complete model, oldest first."""
         if not self.root.is_dir():
             return []
@@ -102,14 +102,14 @@ class ModelStore:
         model_id = model_id.strip()
         if not model_id:
             return None
-        matches = [m for m in self.list() if m.id == model_id]
+        matches = [m for m in self.saved() if m.id == model_id]
         if not matches and len(model_id) >= 5:
-            matches = [m for m in self.list() if m.id.startswith(model_id)]
+            matches = [m for m in self.saved() if m.id.startswith(model_id)]
         return matches[0] if len(matches) == 1 else None
 
     def find(self, **lineage: Any) -> ModelInfo | None:
         """The newest model whose lineage has all these values."""
-        hits = [m for m in self.list()
+        hits = [m for m in self.saved()
                 if all(m.lineage.get(k) == v for k, v in lineage.items())]
         return hits[-1] if hits else None
 

@@ -29,7 +29,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from mythloop.router.models import ModelInfo, ModelStore
@@ -111,14 +111,15 @@ class _Batches:
     pairs: Sequence[TrainingPair]
     size: int
     rng: random.Random
-    batches: list[list[TrainingPair]] = field(default_factory=list)
 
     def epoch(self) -> list[list[TrainingPair]]:
         todo = list(self.pairs)
         self.rng.shuffle(todo)
         batches: list[list[TrainingPair]] = []
         while todo:
-            batch, texts, rest = [], set(), []
+            batch: list[TrainingPair] = []
+            texts: set[str] = set()
+            rest: list[TrainingPair] = []
             for pair in todo:
                 if len(batch) < self.size and pair.text not in texts:
                     batch.append(pair)

@@ -46,7 +46,7 @@ def models(ctx: typer.Context,
     if ctx.invoked_subcommand is not None:
         return
     store = _store()
-    found = store.list()
+    found = store.saved()
     current = store.current_id()
     if as_json:
         typer.echo(json.dumps({"models_dir": str(store.root), "current": current,
@@ -107,7 +107,7 @@ def promote(
         _fail(" ".join(str(exc).split()))
     if not catalog.skills:
         _fail(f"no valid skills in {pool}; pass --pool")
-    unknown = sorted({p.expected_skill for p in prompts} - set(catalog.names()))
+    unknown = sorted({str(p.expected_skill) for p in prompts} - set(catalog.names()))
     if unknown:
         _fail(f"--held-out {held_out} expects skills not in the pool: {', '.join(unknown[:5])}")
     from mythloop_app.commands.runtime import flow_runtime
