@@ -253,3 +253,17 @@ def test_models_lists_and_removes(saved):
     gone = _cli("models", "remove", model_id)
     assert gone.exit_code == 0 and f"removed {model_id}" in gone.stdout
     assert store.get(model_id) is None and store.partials() == []
+
+
+def test_models_promote_refuses_bad_input_in_one_line(tmp_path):
+    missing = _cli("models", "promote", "--store", str(tmp_path / "none.db"),
+                   "--held-out", str(tmp_path / "none.json"))
+    assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
+    assert "--store" in missing.stderr
+    store = tmp_path / "store.db"
+    VerdictStore(store).close()
+    bad = tmp_path / "held.json"
+    bad.write_text("[{\"id\": \"q1\", \"text\": \"hi\", \"expected\": \"no-such-skill\"}]")
+    unknown = _cli("models", "promote", "--store", str(store), "--held-out", str(bad))
+    assert unknown.exit_code == 2 and unknown.stderr.count("\n") == 1
+    assert "no-such-skill" in unknown.stderr
