@@ -72,7 +72,9 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
         run.use_embedder(embedder)
         if previous and previous not in (embedder.model_id, record["base_model"]):
             release_model(previous)  # the last round's tuned model: not needed again here
-        record.update(info.summary(), trained=True)
+        # The round's own keys win over the lineage's (a model found by its training key may
+        # have been made by another sweep with the same pairs and seed: its lineage says so).
+        record = {**info.summary(), **record, "trained": True}
     done = read_models(run.dir)
     done[str(round_idx)] = record
     write_json_atomic(run.models_path, dict(sorted(done.items(), key=lambda kv: int(kv[0]))))
