@@ -98,13 +98,14 @@ from mythloop.sweep.study import (
     prepare_study_dir,
     sweep_key,
 )
+from mythloop.sweep.tuned import collect_models
 from mythloop.verdicts import render_self_eval_contract
 from mythloop.vocab import Condition
 from mythloop_tasks.analysis import analyze_results, analyze_study_results, artifact_key
 from mythloop_tasks.common import TaskPool, mythloop_task, say
 from mythloop_tasks.hooks import record_sweep_failure
 from mythloop_tasks.nightly import record_night
-from mythloop_tasks.sweep import learn_round, learning_turn, measure_round
+from mythloop_tasks.sweep import fine_tune_round, learn_round, learning_turn, measure_round
 
 _SHARD_POLL_S = 2.0  # how often a fanned-out sweep asks the API about its shards
 _SHARD_LOST_BEATS = 2  # heartbeats a running shard may miss (plus 10 s) before it is lost
@@ -157,6 +158,8 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
                     "skipped")
                 continue
             run.prepare_round(round_idx)
+            if run.tunes and round_idx > 0:  # C5: rank this round with a model tuned so far
+                fine_tune_round(quote(run), round_idx)  # type: ignore[call-overload]
             measured = measure_round(quote(run), round_idx)  # type: ignore[call-overload]
             if config.per_turn_tasks:
                 rows = _learn_turn_by_turn(run, turn, round_idx, measured.catalogs,
@@ -589,8 +592,11 @@ def finish_sweep(config: SweepConfig, results_dir: Path, shards: list[dict]) -> 
     """Analyse the results dir once every shard is in, and say where the report is."""
     meta_path = results_dir / "sweep.json"
     meta = read_sweep_record(meta_path)
-    write_json_atomic(meta_path, meta.model_copy(
-        update={"finished_utc": datetime.now(UTC).isoformat()}).to_json())
+    update: dict[str, Any] = {"finished_utc": datetime.now(UTC).isoformat()}
+    models = collect_models(results_dir)  # C5's tuned models, by condition x replicate
+    if models:
+        update["models"] = models
+    write_json_atomic(meta_path, meta.model_copy(update=update).to_json())
     # Artifact keys stay the same night after night, so the UI shows one history per judge
     # and noise level.
     analyze_results(str(results_dir), _sweep_key(config))

@@ -75,6 +75,19 @@ class Settings(BaseSettings):
     """C4's learning catalog: prior spread of the exploration slot's Thompson draw (score +
     sigma * z / sqrt(1 + verdicts)); 0 turns exploration off (docs/blend.md)."""
 
+    # C5 fine-tunes a copy of the embedding model on the verdicts it trusts between rounds
+    # (docs/blend.md, "C5"); C4's terms on top.
+    c5_epochs: int = Field(1, ge=1, le=20, validation_alias=_env("C5_EPOCHS"))
+    """C5: passes over the trusted pairs per fine-tune."""
+    c5_batch_size: int = Field(32, ge=2, le=512, validation_alias=_env("C5_BATCH_SIZE"))
+    """C5: pairs per step (each batch's other skills are the in-batch negatives)."""
+    c5_learning_rate: float = Field(2e-5, gt=0.0, le=1e-2, validation_alias=_env("C5_LEARNING_RATE"))
+    """C5: AdamW learning rate."""
+    c5_max_seq_length: int = Field(64, ge=8, le=512, validation_alias=_env("C5_MAX_SEQ_LENGTH"))
+    """C5: tokens per text while training (prompts and name + description fit in 64)."""
+    c5_min_pairs: int = Field(2, ge=1, validation_alias=_env("C5_MIN_PAIRS"))
+    """C5: fewer trusted pairs than this and the round keeps the previous model."""
+
     abstain_threshold: float = Field(0.45, validation_alias=_env("ABSTAIN_THRESHOLD"))
     """A null prompt abstains when its top score is under this."""
 
@@ -162,6 +175,11 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.state_root / "cache"
+
+    @property
+    def models_dir(self) -> Path:
+        """Tuned embedding models, content-addressed (mythloop/router/models.py)."""
+        return self.state_root / "models"
 
     @property
     def resolved_store_path(self) -> Path:

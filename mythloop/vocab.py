@@ -11,7 +11,8 @@ from typing import Literal, get_args
 
 __all__ = ["Judge", "JUDGES", "SIMULATED_JUDGES", "FilmBackend", "FILM_BACKENDS", "Quality",
            "QUALITIES", "Condition", "CONDITIONS", "CONDITION_HELP", "BASELINE_CONDITION",
-           "BLEND_CONDITIONS", "AGREEMENT_CONDITIONS", "EXPLORING_CONDITIONS", "RenderKind", "RENDER_KINDS",
+           "BLEND_CONDITIONS", "AGREEMENT_CONDITIONS", "EXPLORING_CONDITIONS", "TUNING_CONDITIONS",
+           "RenderKind", "RENDER_KINDS",
            "TurnStatus", "TURN_STATUSES", "PromptKind", "PROMPT_KINDS", "LEARNED_PROMPT_KINDS"]
 
 Judge = Literal["simulated", "oracle", "gemini", "claude", "codex", "openai"]
@@ -28,24 +29,28 @@ Quality = Literal["l", "m", "h", "p", "k"]
 """Manim render quality: l=480p15, m=720p30, h=1080p60, p=1440p60, k=4K."""
 QUALITIES: tuple[str, ...] = get_args(Quality)
 
-Condition = Literal["c0", "c3", "c4"]
+Condition = Literal["c0", "c3", "c4", "c5"]
 """A sweep condition: how the router uses the verdicts it stores."""
 CONDITIONS: tuple[Condition, ...] = get_args(Condition)
 CONDITION_HELP: dict[Condition, str] = {
     "c0": "blend off (verdicts stored, not used)",
     "c3": "blend on",
     "c4": "blend on, demotes only credibly harmful skills; docs/blend.md",
+    "c5": "c4, ranked with an embedding model fine-tuned on trusted verdicts between rounds",
 }
 """What each condition does, in a few words (the CLI's help and error lines)."""
 BASELINE_CONDITION: Condition = "c0"
 """The condition every other one is compared with (the blend off)."""
-BLEND_CONDITIONS: frozenset[Condition] = frozenset({"c3", "c4"})
+BLEND_CONDITIONS: frozenset[Condition] = frozenset({"c3", "c4", "c5"})
 """Conditions whose ranking blends the verdicts in."""
-AGREEMENT_CONDITIONS: frozenset[Condition] = frozenset({"c4"})
+AGREEMENT_CONDITIONS: frozenset[Condition] = frozenset({"c4", "c5"})
 """Conditions that apply the agreement rule (docs/blend.md)."""
-EXPLORING_CONDITIONS: frozenset[Condition] = frozenset({"c4"})
+EXPLORING_CONDITIONS: frozenset[Condition] = frozenset({"c4", "c5"})
 """Conditions whose learning catalog keeps an exploration slot (docs/blend.md, "Cold
 skills"); C0 and C3 show the ranking's top k as the seed did."""
+TUNING_CONDITIONS: frozenset[Condition] = frozenset({"c5"})
+"""Conditions that fine-tune their own copy of the embedding model between rounds
+(docs/blend.md, "C5")."""
 
 RenderKind = Literal["ok", "scene_error", "timeout", "resource_limit", "missing_tool",
                      "interrupted", "layout"]

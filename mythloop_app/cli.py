@@ -38,6 +38,7 @@ _COMMAND_MODULES = (
     "analysis",
     "compare",
     "router",
+    "models",
     "film",
     "verify",
     "server",

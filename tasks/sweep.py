@@ -7,9 +7,15 @@ order. An in-process judge (simulated, oracle) learns a whole round in one `lear
 
 from __future__ import annotations
 
+import json
+import re
+
+from prefect.artifacts import create_table_artifact
+
 from mythloop.settings import get_settings
 from mythloop.sweep import ConditionRun, SweepPrompt
 from mythloop.sweep.records import CatalogEntry, MeasureResult, TurnAnswer, TurnRow
+from mythloop.sweep.tuned import tune_for_round
 from mythloop_tasks.common import mythloop_task, say
 
 
@@ -41,3 +47,30 @@ def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[Cata
 
     return run.learn_round(round_idx, catalogs, contract, retries=settings.task_retries,
                            retry_delay_s=settings.retry_delay_seconds, on_failure=note)
+
+
+@mythloop_task(name="fine_tune", retries=0,
+               task_run_name="fine-tune {run.name} for round {round_idx}")
+def fine_tune_round(run: ConditionRun, round_idx: int) -> dict:
+    """C5: fine-tune a copy of the embedding model on the trusted verdicts so far and rank
+    round `round_idx` with it; the model's lineage becomes an artifact."""
+    record = tune_for_round(run, round_idx)
+    if record.get("trained"):
+        settings = record.get("settings") or {}
+        say(f"[sweep] {run.name} round {round_idx + 1}: fine-tuned {record['model_id']} on "
+            f"{record['pairs']} trusted pairs ({record.get('train_seconds', 0):.0f} s, "
+            f"{settings.get('epochs')} epoch(s))")
+        rows = [{"key": k, "value": json.dumps(v) if isinstance(v, dict | list) else str(v)}
+                for k, v in record.items()]
+        create_table_artifact(
+            table=rows, key=_model_artifact_key(run.name),
+            description=f"Tuned embedding model of {run.name} for round {round_idx + 1} "
+                        f"(sweep {run.results_dir.name}): lineage")
+    else:
+        say(f"[sweep] {run.name} round {round_idx + 1}: kept {record['model_id']} "
+            f"({record.get('why')})")
+    return record
+
+
+def _model_artifact_key(name: str) -> str:
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9]+", "-", f"tuned-model-{name}".lower()))

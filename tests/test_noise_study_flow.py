@@ -104,7 +104,7 @@ def test_cli_noise_levels_and_conditions_mix():
     out = CliRunner().invoke(app, ["sweep", "--noise", "0", "1.5"])
     assert out.exit_code == 2 and "outside 0..1" in out.output
     out = CliRunner().invoke(app, ["sweep", "--conditions", "c0", "c9"], env={"COLUMNS": "200"})
-    assert out.exit_code == 2 and "c0, c3 and/or c4" in " ".join(out.output.split())
+    assert out.exit_code == 2 and "c0, c3, c4 and/or c5" in " ".join(out.output.split())
 
 
 def test_nightly_deployment_takes_noise_levels(monkeypatch):

@@ -68,7 +68,7 @@ def test_an_older_file_loads_in_its_own_shape(tmp_path):
 
 @pytest.mark.parametrize(("content", "names"), [
     ('{"rounds": "six"}', "'rounds'"),
-    ('{"conditions": ["c0", "c9"]}', "'c0', 'c3' or 'c4'"),
+    ('{"conditions": ["c0", "c9"]}', "'c0', 'c3', 'c4' or 'c5'"),
     ('{"catalog_issues": [{"file": "x"}]}', "catalog_issues"),
     ("[1, 2]", "not a JSON object"),
     ("{not json", "not readable JSON"),
@@ -99,5 +99,5 @@ def test_readers_answer_a_malformed_file_with_one_line(tmp_path):
         assert out.exit_code == 2, (args, out.output)
         lines = [ln for ln in out.output.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:"), (args, out.output)
-        assert "'conditions.1'" in lines[0] and "'c0', 'c3' or 'c4'" in lines[0]
+        assert "'conditions.1'" in lines[0] and "'c0', 'c3', 'c4' or 'c5'" in lines[0]
         assert "Traceback" not in out.output

@@ -59,8 +59,8 @@ def test_unknown_condition_refused_before_prefect(monkeypatch):
                              env={"COLUMNS": "200"})
     assert out.exit_code == 2, out.output
     lines = [ln for ln in out.output.splitlines() if ln.strip()]
-    assert lines == ["error: unknown condition(s) c7: use c0, c3 and/or c4 (--conditions)"]
-    with pytest.raises(ValidationError, match="'c0', 'c3' or 'c4'"):
+    assert lines == ["error: unknown condition(s) c7: use c0, c3, c4 and/or c5 (--conditions)"]
+    with pytest.raises(ValidationError, match="'c0', 'c3', 'c4' or 'c5'"):
         SweepConfig(conditions=["c7"])
 
 

@@ -18,7 +18,7 @@ from mythloop.fileio import replacing  # noqa: E402
 __all__ = ["FIGURES", "draw_figures"]
 
 FIGURES = ("hit_at_3.png", "trap_win_rate.png", "poisoned_rank.png", "verdict_mix.png")
-_COLOURS = {"c0": "#7f7f7f", "c3": "#1f77b4", "c4": "#2ca02c"}
+_COLOURS = {"c0": "#7f7f7f", "c3": "#1f77b4", "c4": "#2ca02c", "c5": "#d62728"}
 # Equal lines stay visible: each condition has its own dash and marker, and is shifted a
 # little along x (DODGE rounds apart per condition), so one never hides another.
 _STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (1, 1)), "v"))

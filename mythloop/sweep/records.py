@@ -194,6 +194,9 @@ class SweepRecord(_Row):
     python: str | None = None
     study: str | None = None
     """Set (to "noise") only in a noise study's own sweep.json."""
+    models: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """C5: each condition x replicate's tuned embedding models by round ("c5-rep1" -> the
+    records of its models.json: model id, path, pairs and their fingerprint, settings)."""
     cold_skills: list[str] = Field(default_factory=list)
     """Skills held back from learning (--cold-skills); the report splits held-out metrics
     into warm and cold skills when any."""

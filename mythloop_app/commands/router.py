@@ -29,6 +29,10 @@ def route(
     top_k: int = typer.Option(10, "--top-k", min=1, help="How many skills to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON with the score breakdowns."),
     no_blend: bool = typer.Option(False, "--no-blend", help="Pure semantic similarity (condition C0)."),
+    model: str | None = typer.Option(
+        None, "--model", help="Rank with this saved tuned model (an id from `mythloop models`, "
+                              "or `base` for the bundled one). Default: the promoted model, "
+                              "else the base."),
 ) -> None:
     """Rank the pool's skills for QUERY, with the verdict-blended score breakdown."""
     if not query.strip():
@@ -45,11 +49,22 @@ def route(
                   "create it first or pass a file in an existing folder")
     from mythloop.data import data_path
     from mythloop.router import Router, get_embedder
+    from mythloop.router.models import ModelStore
     from mythloop.settings import get_settings
     from mythloop.skills import load_catalog
     from mythloop.verdicts import VerdictStore
 
     settings = get_settings()
+    models = ModelStore(settings.models_dir)
+    model_path = None  # the settings' model (the bundled one by default)
+    if model is not None and model.strip().lower() != "base":
+        info = models.get(model)
+        if info is None:
+            _fail(f"--model {model}: no such model in {models.root}; `mythloop models` lists "
+                  "them (or pass --model base)")
+        model_path = str(info.path)
+    elif model is None and models.current() is not None:
+        model_path = str(models.current().path)  # type: ignore[union-attr]
     try:
         catalog = load_catalog(pool or data_path("fixtures", "pool"))
     except FileNotFoundError as exc:
@@ -62,7 +77,7 @@ def route(
         _fail(f"no valid skills in {pool or 'fixtures/pool'}; fix the issues above or pass --pool")
     try:
         verdicts = VerdictStore(store or settings.resolved_store_path, settings.resolved_verdict_embeddings)
-        embedder = get_embedder()
+        embedder = get_embedder(model_path)
         router = Router(catalog, verdicts, embedder, settings, blend=False if no_blend else None)
         ranked = router.rank(query, top_k)
     except (OSError, RuntimeError) as exc:

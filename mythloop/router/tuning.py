@@ -1,0 +1,202 @@
+"""Fine-tuning the embedding model on the verdicts a condition trusts (condition C5).
+
+    trusted_pairs(store, catalog)       (prompt, skill text) pairs: HELPFUL verdicts of skills
+                                        that C4's agreement rule does not hold credibly harmful
+    fine_tune(base, pairs, models, ...) a copy of `base` trained with sentence-transformers'
+                                        MultipleNegativesRankingLoss (in-batch negatives),
+                                        saved content-addressed in the model store
+
+Why that trust rule: a HELPFUL verdict is the judge saying "this prompt is what this skill is
+for", exactly a retrieval positive; a flipped verdict on a skill the pool's evidence calls
+harmful (P(harmful share > 1/2) >= 0.9 under C4's Beta posterior, docs/blend.md) is the one
+most likely wrong, and a poisoned twin judged HELPFUL once before its HARMFUL verdicts agree
+drops out of the pairs as soon as they do. Pairs are rebuilt from the store at every round and
+the model is tuned from the base each time, so a pair that stops being trusted stops teaching.
+
+The training loop is a plain loop over the library's own loss module (no `datasets` /
+`accelerate`, which the trainer class needs and the project does not ship): batches hold no
+skill twice (a duplicate positive would be an in-batch negative of itself, as
+sentence-transformers' NO_DUPLICATES sampler avoids), AdamW, one seed. It checks
+`mythloop.procs.STOPPING` between steps, so a Ctrl-C stops a fine-tune within one step, and the
+model store's atomic save leaves no half-written model behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mythloop.router.models import ModelInfo, ModelStore
+from mythloop.router.ranker import AGREEMENT_CREDIBILITY, full_text, harm_credibility
+from mythloop.skills import Catalog, Skill
+
+__all__ = ["TrainingPair", "TuneSettings", "trusted_pairs", "pairs_fingerprint", "training_key",
+           "fine_tune"]
+
+
+@dataclass(frozen=True)
+class TrainingPair:
+    """A retrieval positive: a prompt and the text the router embeds for its skill."""
+
+    query: str
+    skill: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """How a copy of the model is trained (recorded in every tuned model's lineage)."""
+
+    epochs: int = 1
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    max_seq_length: int = 64
+    """Tokens per text: prompts and name + description fit; longer texts are cut."""
+    scale: float = 20.0
+    """MultipleNegativesRankingLoss's inverse temperature (the library's default)."""
+    seed: int = 0
+    threads: int = 0
+    """torch threads while training (0: leave torch's setting)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "threads"}
+
+
+def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
+                  credibility: float = AGREEMENT_CREDIBILITY) -> list[TrainingPair]:
+    """One pair per distinct (prompt, skill) that got a HELPFUL verdict, for skills of the
+    catalog that are not credibly harmful now; in the order the verdicts were written."""
+    skills = {s.name: s for s in (catalog.skills if isinstance(catalog, Catalog) else catalog)}
+    names = sorted(skills)
+    counters = [store.counters(n) for n in names]
+    credible = harm_credibility([c.helpful for c in counters], [c.harmful for c in counters])
+    distrusted = {n for n, p in zip(names, credible, strict=True) if p >= credibility}
+    seen: set[tuple[str, str]] = set()
+    pairs = []
+    for row in store.verdicts():
+        name, query = row["skill_name"], " ".join(str(row.get("query") or "").split())
+        if (row["verdict"] != "HELPFUL" or not query or name not in skills
+                or name in distrusted or (query, name) in seen):
+            continue
+        seen.add((query, name))
+        pairs.append(TrainingPair(query=query, skill=name, text=full_text(skills[name])))
+    return pairs
+
+
+def pairs_fingerprint(pairs: Sequence[TrainingPair]) -> str:
+    """sha256 over the pairs, independent of their order."""
+    digest = hashlib.sha256()
+    for line in sorted(json.dumps([p.query, p.text]) for p in pairs):
+        digest.update(line.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def training_key(base_id: str, fingerprint: str, settings: TuneSettings) -> str:
+    """What a fine-tune depends on: the same key, the same training (a resume reuses it)."""
+    blob = json.dumps({"base": base_id, "pairs": fingerprint, "settings": settings.to_dict()},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass
+class _Batches:
+    """Shuffled batches in which no skill text appears twice."""
+
+    pairs: Sequence[TrainingPair]
+    size: int
+    rng: random.Random
+
+    def epoch(self) -> list[list[TrainingPair]]:
+        todo = list(self.pairs)
+        self.rng.shuffle(todo)
+        batches: list[list[TrainingPair]] = []
+        while todo:
+            batch: list[TrainingPair] = []
+            texts: set[str] = set()
+            rest: list[TrainingPair] = []
+            for pair in todo:
+                if len(batch) < self.size and pair.text not in texts:
+                    batch.append(pair)
+                    texts.add(pair.text)
+                else:
+                    rest.append(pair)
+            batches.append(batch)
+            todo = rest
+        return batches
+
+
+def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
+              settings: TuneSettings | None = None, lineage: dict[str, Any] | None = None,
+              on_step: Callable[[int, int, float], None] | None = None) -> ModelInfo:
+    """Train a copy of the model at `base` (a folder) on `pairs` and save it in `models`.
+
+    The same base, pairs and settings give back the model already saved (a resumed sweep
+    trains nothing twice). `on_step(step, steps, loss)` is called after every step. A stop
+    (Ctrl-C, SIGTERM, an exception) leaves nothing in the store.
+    """
+    from mythloop.procs import STOPPING  # noqa: PLC0415
+    from mythloop.router.embedder import model_id_for  # noqa: PLC0415
+
+    if not pairs:
+        raise ValueError("fine_tune needs at least one training pair")
+    settings = settings or TuneSettings()
+    base_id = model_id_for(base)
+    fingerprint = pairs_fingerprint(pairs)
+    key = training_key(base_id, fingerprint, settings)
+    found = models.find(training_key=key)
+    if found is not None:
+        return found
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch  # noqa: PLC0415 (heavy)
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+    from sentence_transformers.sentence_transformer.losses import (  # noqa: PLC0415
+        MultipleNegativesRankingLoss,
+    )
+
+    threads = torch.get_num_threads()
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    started = time.perf_counter()
+    try:
+        torch.manual_seed(settings.seed)
+        model = SentenceTransformer(base, device="cpu")  # a copy: never the shared instance
+        model.max_seq_length = settings.max_seq_length
+        loss_fn = MultipleNegativesRankingLoss(model, scale=settings.scale)
+        optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
+        batches = _Batches(pairs, max(2, settings.batch_size), random.Random(settings.seed))
+        plan = [batches.epoch() for _ in range(settings.epochs)]
+        steps, step, last = sum(len(e) for e in plan), 0, float("nan")
+        model.train()
+        for epoch in plan:
+            for batch in epoch:
+                if STOPPING.is_set():
+                    raise KeyboardInterrupt("fine-tune stopped (Ctrl-C or SIGTERM)")
+                queries = model.preprocess([p.query for p in batch])
+                texts = model.preprocess([p.text for p in batch])
+                loss = loss_fn([queries, texts], None)
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+                step, last = step + 1, float(loss.detach())
+                if on_step is not None:
+                    on_step(step, steps, last)
+        model.eval()
+        seconds = round(time.perf_counter() - started, 3)
+        record = {
+            **(lineage or {}),
+            "base_model": base_id, "base_path": str(base),
+            "training_key": key, "pairs": len(pairs), "pairs_fingerprint": fingerprint,
+            "skills": len({p.skill for p in pairs}), "settings": settings.to_dict(),
+            "steps": steps, "final_loss": round(last, 6), "train_seconds": seconds,
+            "loss": "MultipleNegativesRankingLoss (in-batch negatives)",
+        }
+        return models.save(model, record, pairs=[asdict(p) for p in pairs])
+    finally:
+        torch.set_num_threads(threads)

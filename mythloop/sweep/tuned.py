@@ -1,0 +1,91 @@
+"""Condition C5 in a sweep: before each round after the first, fine-tune a copy of the base
+embedding model on the verdicts the condition trusts, and rank the round with it.
+
+One model per condition x replicate and round: the pairs come from that replicate's own store,
+the training seed from its own seed, so nothing is shared between replicates or with C0
+(which keeps the base model). A tuned model is saved in the state's model store
+(mythloop/router/models.py) and recorded in `<cond>-rep<k>/models.json`; the sweep copies
+those records into sweep.json when it finishes. A resumed sweep rebuilds the same pairs from
+the store's snapshot of the round's start, so it finds the model already trained and reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mythloop.fileio import write_json_atomic
+from mythloop.router.embedder import default_model, get_embedder, model_id_for, release_model
+from mythloop.router.models import ModelStore
+from mythloop.router.tuning import TuneSettings, fine_tune, trusted_pairs
+from mythloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from mythloop.sweep.condition import ConditionRun
+
+__all__ = ["tune_settings", "base_model", "tune_for_round", "read_models", "collect_models"]
+
+
+def tune_settings(seed: int = 0) -> TuneSettings:
+    """The fine-tune settings (MYTHLOOP_C5_*), with the replicate's seed."""
+    s = get_settings()
+    return TuneSettings(epochs=s.c5_epochs, batch_size=s.c5_batch_size,
+                        learning_rate=s.c5_learning_rate, max_seq_length=s.c5_max_seq_length,
+                        seed=seed)
+
+
+def base_model(run: ConditionRun) -> str:
+    """The model a C5 run starts from: the sweep's embedder (a local folder)."""
+    return run.config.embedder or get_settings().embedder_model or default_model()
+
+
+def read_models(run_dir: Path) -> dict[str, Any]:
+    """`models.json` of a condition's sandbox: round (a string) -> record; {} when none."""
+    try:
+        data = json.loads((run_dir / "models.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None = None,
+                   on_step=None) -> dict[str, Any]:
+    """Fine-tune for round `round_idx` (>= 1) from the store as it is now (the round's start)
+    and switch the run to the model. Returns the round's record (also in models.json)."""
+    assert run.store is not None, "open() first"
+    models = models or ModelStore(get_settings().models_dir)
+    base = base_model(run)
+    pairs = trusted_pairs(run.store, run.catalog)
+    previous = run.embedder.model_id if run.embedder is not None else None
+    record: dict[str, Any] = {"round": round_idx, "pairs": len(pairs),
+                              "base_model": model_id_for(base)}
+    if len(pairs) < get_settings().c5_min_pairs:
+        record.update(model_id=previous or record["base_model"], trained=False,
+                      why=f"{len(pairs)} trusted pairs, under c5_min_pairs")
+    else:
+        info = fine_tune(base, pairs, models, settings=tune_settings(run.seed), on_step=on_step,
+                         lineage={"source": "sweep", "sweep_id": run.results_dir.name,
+                                  "results_dir": str(run.results_dir), "condition": run.cond,
+                                  "replicate": run.replicate, "round": round_idx})
+        embedder = get_embedder(str(info.path))
+        run.use_embedder(embedder)
+        if previous and previous not in (embedder.model_id, record["base_model"]):
+            release_model(previous)  # the last round's tuned model: not needed again here
+        # The round's own keys win over the lineage's (a model found by its training key may
+        # have been made by another sweep with the same pairs and seed: its lineage says so).
+        record = {**info.summary(), **record, "trained": True}
+    done = read_models(run.dir)
+    done[str(round_idx)] = record
+    write_json_atomic(run.models_path, dict(sorted(done.items(), key=lambda kv: int(kv[0]))))
+    return record
+
+
+def collect_models(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every condition sandbox's model records: "<cond>-rep<k>" -> records by round."""
+    out = {}
+    for path in sorted(Path(results_dir).glob("*-rep*/models.json")):
+        records = read_models(path.parent)
+        if records:
+            out[path.parent.name] = [records[k] for k in sorted(records, key=int)]
+    return out
