@@ -365,8 +365,9 @@ def test_the_printed_resume_line_of_a_fresh_film_continues_it(tmp_path, monkeypa
     assert "--fresh" not in printed and printed[-2:] == ["--resume", str(run_dir)]
     assert printed[:1] == ["mythloop"]
     kept = {path: path.stat().st_mtime_ns for path in run_dir.rglob("*")
-            if path.is_file() and path.name != "manifest.json"
-            and not path.name.startswith(("scene-02", "scene-03"))
+            if path.is_file() and path.name != "manifest.json"  # scenes 2-3: not finished
+            and not any(part.startswith(("scene-02", "scene-03"))
+                        for part in path.relative_to(run_dir).parts)
             and path.suffix not in (".log", ".jsonl")}
     assert run_dir / "scenes" / "scene-01.mp4" in kept
     assert len(kept) >= 8  # the six stages' files, codegen's, scene 1's

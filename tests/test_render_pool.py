@@ -159,6 +159,9 @@ def test_a_timeout_kills_the_render_and_replaces_its_worker(tmp_path, fresh_pool
 DRIVER = """
 import faulthandler, signal, sys, threading, time
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks when it hangs
+# Ctrl-C as in a terminal: a process started in the background of a shell script (as CI
+# may run the suite) inherits SIGINT ignored, and Python then installs no handler for it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from mythloop.mythos.sandbox import render_pool
 from mythloop.mythos.sandbox.render import render_scene
 
