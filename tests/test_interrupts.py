@@ -44,7 +44,15 @@ def _start(args: list[str], state: Path, name: str) -> subprocess.Popen:
 
 
 def _text(state: Path, name: str, stream: str) -> str:
-    return (state / f"{name}.{stream}").read_text(errors="replace")
+    """What the command printed; a failure with the threads' stacks when its orderly stop got
+    stuck and the stop deadline ended it (runtime._stop_deadline)."""
+    text = (state / f"{name}.{stream}").read_text(errors="replace")
+    if "stopping took over" in text:
+        stacks = [path.read_text(errors="replace")
+                  for path in sorted((state / "logs").glob("stop-stacks-*.txt"))]
+        pytest.fail("the command's stop got stuck and its deadline ended it:\n"
+                    + text[-2000:] + "\n" + "\n".join(stacks)[-12000:])
+    return text
 
 
 def _processes_of(state: Path) -> list[str]:

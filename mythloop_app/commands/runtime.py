@@ -100,6 +100,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
         STOPPING.set()  # children that end from here on were stopped, not broken
         for sig in STOP_SIGNALS:
             signal.signal(sig, hard_stop)
+        _stop_deadline(state, lambda: hard_stop(signum, None))
         if not verbose:  # the one line below says it; Prefect's "Crash detected!" need not
             _quiet_console()
         raise KeyboardInterrupt
@@ -161,6 +162,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                         _quiet_console()
                 state["interrupted"] = True
                 STOPPING.set()
+                _stop_deadline(state, lambda: hard_stop(state["code"] - 128, None))
                 raise typer.Exit(state["code"]) from None
             finally:
                 if state["interrupted"]:  # what the flows started goes before the server
@@ -186,6 +188,52 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                 sys.stdout.flush()
                 sys.stderr.flush()
             os._exit(0 if stopped else state["code"])
+
+
+STOP_DEADLINE_S = 60.0  # Ctrl-C / SIGTERM: the command has ended by then, one way or another
+
+
+def _stop_deadline(state: dict, stop_now: Callable[[], None]) -> None:
+    """A command asked to stop ends within STOP_DEADLINE_S (MYTHLOOP_STOP_DEADLINE_S): when
+    its orderly stop (the flow engine recording the crash, the task threads returning, the
+    server drained) takes longer, something is stuck; the threads' stacks go to a file under
+    the state folder's logs/, one line says so, and `stop_now` ends everything at once (as a
+    second Ctrl-C would). Started once per command (`state`)."""
+    import threading
+    import time
+
+    if state.get("deadline"):
+        return
+    state["deadline"] = True
+    try:
+        deadline = float(os.environ.get("MYTHLOOP_STOP_DEADLINE_S", "") or STOP_DEADLINE_S)
+    except ValueError:
+        deadline = STOP_DEADLINE_S
+
+    def watch() -> None:
+        time.sleep(deadline)
+        import faulthandler
+
+        where = "stderr, above"
+        try:
+            from mythloop.settings import get_settings
+
+            logs = get_settings().state_root / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            path = logs / f"stop-stacks-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+            with open(path, "w", encoding="utf-8") as out:
+                faulthandler.dump_traceback(file=out, all_threads=True)
+            where = str(path)
+        except Exception:  # noqa: BLE001 (no state folder to write to: the stacks go to stderr)
+            with contextlib.suppress(Exception):
+                faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"mythloop: stopping took over {deadline:.0f} s; stopped the "
+                             f"rest at once (what was stuck: the thread stacks in {where})\n")
+            sys.stderr.flush()
+        stop_now()
+
+    threading.Thread(target=watch, name="mythloop-stop-deadline", daemon=True).start()
 
 
 SERVER_GONE_EXIT = 3  # the Prefect API went away mid-run (1: the run failed, 2: bad input)
