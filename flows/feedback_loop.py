@@ -80,7 +80,12 @@ from mythloop.router import get_embedder
 from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
 from mythloop.sweep import ConditionRun, SweepConfig
-from mythloop.sweep.config import default_results_dir, load_sweep_prompts, replicate_seed
+from mythloop.sweep.config import (
+    default_results_dir,
+    load_sweep_prompts,
+    ranking_settings,
+    replicate_seed,
+)
 from mythloop.sweep.failing import SweepFailing, failing_reason
 from mythloop.sweep.inputs import check_inputs, judge_label
 from mythloop.sweep.records import (
@@ -307,6 +312,7 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
            if checked.cold_skills else {}),
         # Invalid SKILL.md files left out of the pool (the report lists them as data issues).
         "catalog_issues": checked.catalog_issues(),
+        **({"ranking_settings": changed} if (changed := ranking_settings()) else {}),
         "seed": seed,
         "replicate_seeds": {str(k): replicate_seed(seed, k)
                             for k in range(1, config.replicates + 1)},

@@ -450,3 +450,32 @@ def test_error_paths_leave_no_state_folder(ws, args):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1, proc.stderr
     assert not (ws["root"] / "state").exists()
+
+
+def test_a_sweep_that_ran_under_other_ranking_settings_is_not_resumed(ws, monkeypatch):
+    """The MYTHLOOP_* ranking settings (here C5's fine-tune epochs) are part of what a rerun
+    must match: a sweep that ran with MYTHLOOP_C5_EPOCHS=2 is not resumed, and mixed, by a
+    rerun without it (one line naming the setting), and resumes with it set again."""
+    from mythloop.sweep import SweepConfig
+    from mythloop.sweep.inputs import InputError, check_inputs
+    from mythloop_flows.feedback_loop import _prepare_results_dir
+
+    results = ws["root"] / "c5-sweep"
+    config = SweepConfig(pool=ws["pool"], prompts_file=ws["prompts"], results_dir=results,
+                         conditions=["c0", "c5"])
+    monkeypatch.setenv("MYTHLOOP_C5_EPOCHS", "2")
+    _prepare_results_dir(config, results)
+    record = json.loads((results / "sweep.json").read_text(encoding="utf-8"))
+    assert record["ranking_settings"] == {"MYTHLOOP_C5_EPOCHS": 2}
+    assert check_inputs(config).prompts  # the same settings: it resumes
+    monkeypatch.delenv("MYTHLOOP_C5_EPOCHS")
+    with pytest.raises(InputError, match="MYTHLOOP_C5_EPOCHS was 2, is the default now"):
+        check_inputs(config)
+    ws["earlier"] = results  # (rejected() checks that it is left as it was)
+    rejected(ws, *sweep_args(ws, **{"--results-dir": results, "--conditions": "c0,c5"}),
+             names=(str(results), "ran under other ranking settings",
+                    "MYTHLOOP_C5_EPOCHS was 2, is the default now"))
+    # a setting spelt out at its default is no change (sweeps from before resume as they were)
+    monkeypatch.setenv("MYTHLOOP_W_HARM", "1.5")  # the default, spelt out
+    assert config.fingerprint() == SweepConfig(
+        pool=ws["pool"], prompts_file=ws["prompts"], conditions=["c0", "c5"]).fingerprint()

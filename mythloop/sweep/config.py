@@ -23,7 +23,7 @@ from mythloop.vocab import (
 
 __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "load_prompts",
            "load_heldout", "load_sweep_prompts", "replicate_seed", "cold_skill_names",
-           "skill_hash_fraction", "read_skill_names", "resolve_cold_skills"]
+           "skill_hash_fraction", "read_skill_names", "resolve_cold_skills", "ranking_settings"]
 
 # Judge / JUDGES (who plays the model in learning turns) are defined in mythloop.vocab.
 # Where shards and turns run, not what they compute: left out of the fingerprint, so a sweep
@@ -31,6 +31,30 @@ __all__ = ["JUDGES", "Judge", "SweepConfig", "JudgeOptions", "SweepPrompt", "loa
 # whether invalid skills stop it.
 _PLACEMENT = {"shard_deployment", "shard_timeout", "concurrency", "task_per_turn",
               "parallel_shards", "strict", "force"}
+
+# The MYTHLOOP_* settings that change what a sweep ranks and learns (the blend's weights, C4's
+# and C5's settings, the embedding model when --embedder is not given): in the fingerprint when
+# set to other than their defaults, so a rerun under other settings does not resume, and mix
+# with, a sweep that ran under these (sweeps run with the defaults resume as they were).
+_RANKING_SETTINGS = ("embedder_model", "w_count", "w_context", "w_harm", "w_related",
+                     "related_k", "c4_w_context", "c4_prototype", "c4_w_lexical", "c4_prior",
+                     "c4_lexical_learned", "c4_explore_sigma", "c5_epochs", "c5_batch_size",
+                     "c5_learning_rate", "c5_max_seq_length", "c5_min_pairs")
+
+
+def ranking_settings() -> dict[str, object]:
+    """The ranking settings (`_RANKING_SETTINGS`) set to other than their defaults, by
+    environment variable name."""
+    settings = get_settings()
+    fields = type(settings).model_fields
+    changed = {}
+    for name in _RANKING_SETTINGS:
+        value = getattr(settings, name)
+        if value != fields[name].default:
+            alias = fields[name].validation_alias
+            env = getattr(alias, "choices", [alias])[0] if alias is not None else name
+            changed[str(env)] = value
+    return changed
 
 
 class JudgeOptions(BaseModel):
@@ -155,6 +179,9 @@ class SweepConfig(BaseModel):
             keep["cold_skills_file"] = str(self.cold_skills_file.expanduser().resolve())
         else:
             keep["heldout_file"] = str(self.resolved_heldout_file())
+        settings = ranking_settings()
+        if settings:
+            keep["ranking_settings"] = sorted(settings.items())
         return hashlib.sha256(repr(sorted(keep.items())).encode()).hexdigest()[:16]
 
 

@@ -17,6 +17,7 @@ from mythloop.sweep.config import (
     SweepConfig,
     SweepPrompt,
     load_sweep_prompts,
+    ranking_settings,
     resolve_cold_skills,
 )
 from mythloop.sweep.records import SweepRecordError, read_sweep_record
@@ -177,10 +178,23 @@ def _check_results_dir(config: SweepConfig) -> None:
         raise InputError(f"{results_dir} holds a sweep.json that mythloop's sweep did not write "
                          "(no fingerprint); choose another --results-dir")
     if meta.fingerprint != config.fingerprint():
+        ran, now = meta.ranking_settings, ranking_settings()
+        recorded = "ranking_settings" in meta.model_fields_set or not now  # (older sweeps)
+        if ran != now and recorded:
+            said = ", ".join(f"{name} was {_shown(ran.get(name))}, is {_shown(now.get(name))} "
+                             "now" for name in sorted(set(ran) | set(now))
+                             if ran.get(name) != now.get(name))
+            raise InputError(
+                f"{results_dir} holds a sweep that ran under other ranking settings ({said}); "
+                "set them as they were to resume it, or choose another --results-dir")
         raise InputError(
-            f"{results_dir} holds a different sweep (other conditions, judge, pool, prompts or "
-            "seed); choose another --results-dir, or rerun with that sweep's settings to "
+            f"{results_dir} holds a different sweep (other conditions, judge, pool, prompts, "
+            "seed or MYTHLOOP_* ranking settings); choose another --results-dir, or rerun with that sweep's settings to "
             "resume it")
+
+
+def _shown(value: object) -> str:
+    return "the default" if value is None else str(value)
 
 
 def judge_label(config: SweepConfig, levels: list[float] | None = None) -> str:

@@ -188,6 +188,9 @@ class SweepRecord(_Row):
     replicate_seeds: dict[str, int] | list[int] = Field(default_factory=dict)
     """Replicate number (a string, as JSON keys are) -> seed; older files: a list, rep 1 first."""
     abstain_threshold: float | None = None
+    ranking_settings: dict[str, Any] = Field(default_factory=dict)
+    """The MYTHLOOP_* ranking settings it ran with, where not their defaults (part of the
+    fingerprint; mythloop.sweep.config.ranking_settings)."""
     started_utc: str | None = None
     finished_utc: str | None = None
     mythloop_version: str | None = None
