@@ -22,7 +22,7 @@ from mythloop.mythos.code.extract import base_class_name
 from mythloop.mythos.code.safe_ast import parse
 
 __all__ = ["SceneUnit", "SplitFilm", "split_film", "scene_narration", "scene_file_text", "join_film",
-           "scene_from_reply", "scene_cache_key", "manim_version",
+           "scene_from_reply", "scene_cache_key", "manim_version", "module_source",
 "FilmSplitError"]
 
 
@@ -155,9 +155,15 @@ def manim_version() -> str:
         return "unknown"
 
 
-def _scenekit_source() -> str:
-    """The source of mythloop.scenekit (read, not imported: it imports manim)."""
-    return (Path(__file__).resolve().parents[2] / "scenekit.py").read_text(encoding="utf-8")
+def module_source(name: str) -> str:
+    """The source of the project module NAME (`mythloop.scenekit`), read, not imported (a
+    scene helper imports manim): for a scene's cache key, and for the render worker, which
+    installs the scene helpers itself (sandbox.render.scene_helper_sources)."""
+    package_root = Path(__file__).resolve().parents[2]  # the `mythloop` package
+    top, _, rest = name.partition(".")
+    if top != package_root.name or not rest:
+        raise ValueError(f"{name} is not a module of {package_root.name}")
+    return (package_root / (rest.replace(".", "/") + ".py")).read_text(encoding="utf-8")
 
 
 def scene_cache_key(header: str, scene_code: str, quality: str, scene_name: str) -> str:
@@ -166,7 +172,7 @@ def scene_cache_key(header: str, scene_code: str, quality: str, scene_name: str)
     digest = hashlib.sha256()
     parts = [header, scene_code, quality, scene_name, manim_version()]
     if "mythloop.scenekit" in header + scene_code:
-        parts.append(_scenekit_source())
+        parts.append(module_source("mythloop.scenekit"))
     for part in parts:
         digest.update(part.encode("utf-8") + b"\x00")
     return digest.hexdigest()

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
+from mythloop.mythos.code.scenes import module_source
 from mythloop.mythos.sandbox import formula_cache, render_pool, stage_tree
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
@@ -138,14 +139,8 @@ def scene_helper_sources() -> dict[str, str]:
     """The source of each project module a scene may import (sandbox_policy.SCENE_HELPERS,
     e.g. `mythloop.scenekit`), by module name: the worker installs them itself, since the
     render's view never holds the checkout an editable install points into."""
-    package_root = Path(__file__).resolve().parents[2]  # the `mythloop` package
-    sources = {}
-    for name in SCENE_HELPERS:
-        top, _, rest = name.partition(".")
-        if top == package_root.name:
-            sources[name] = (package_root / (rest.replace(".", "/") + ".py")).read_text(
-                encoding="utf-8")
-    return sources
+    return {name: module_source(name) for name in SCENE_HELPERS
+            if name.partition(".")[0] == "mythloop"}
 
 
 def _view_roots(python: str) -> list[str]:
