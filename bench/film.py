@@ -218,10 +218,13 @@ def _mythloop() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
-def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Path) -> dict:
+def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Path,
+             render: bool = True) -> dict:
     """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
-    CPU seconds of its whole process tree, and its manifest."""
-    cmd = [*_mythloop(), "film", prompt, "--backend", "replay", "--render", "-q", "l",
+    CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
+    without --render (stages, codegen and verify: what the DAG costs without its renders)."""
+    cmd = [*_mythloop(), "film", prompt, "--backend", "replay", *(["--render"] if render
+                                                                  else []), "-q", "l",
            "--fresh", "--runs-dir", str(runs_dir)]
     result = run_child(cmd, env=bench_env(state), timeout=900, log=log, meter=meter)
     if result["returncode"] != 0:
@@ -418,6 +421,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                         plains.append(run)
                 finally:
                     meter.close()
+        floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s, say)
     finally:
         if server:
             server.stop()
@@ -441,9 +445,61 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                                if f.get("server_cpu_s") is not None]),
         "cpu_over_plain": ratio_stats(film_cpu, plain_cpu),
         "cpu_method": films[-1]["cpu_method"] if films else None,
+        "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
+                                statistics.median(film_cpu) if film_cpu else None),
         "breakdowns": [f["breakdown"] for f in films],
         "films": films, "plains": plains,
     }
+
+
+def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
+           quiet_load: float, quiet_wait_s: float, say, repeats: int = 2) -> dict:
+    """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
+    its whole tree): the same film without --render (the CLI, Prefect, the server's share, the
+    stages, codegen and verify: the DAG without its renders), and one `import manim` (what
+    each warm worker beyond the first pays)."""
+    orchestration, imports = [], []
+    for i in range(repeats):
+        wait_for_quiet(quiet_load, quiet_wait_s)
+        say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
+        meter = CpuMeter("no-render")
+        try:
+            before = server.cpu_s() if server else None
+            run = film_cli(prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
+                           workdir / f"film-{mode}-norender-{i}.log", render=False)
+            share = 0.0
+            if server:
+                server.settle()
+                after = server.cpu_s()
+                share = after - before if after is not None and before is not None else 0.0
+            orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + share})
+        finally:
+            meter.close()
+        wait_for_quiet(quiet_load, quiet_wait_s)
+        meter = CpuMeter("import-manim")
+        try:
+            run = run_child([sys.executable, "-c", "import manim"], timeout=300, meter=meter)
+            imports.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]})
+        finally:
+            meter.close()
+    return {"no_render_film": orchestration, "import_manim": imports}
+
+
+def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
+    """The CPU the film would cost if its renders cost exactly what plain manim's one process
+    does: plain + the film without --render + one more manim import (two workers on two
+    cores); its ratio to plain is the least the CPU ratio can be with Prefect in the loop."""
+    no_render = stats([r["cpu_s"] for r in floor["no_render_film"]])
+    manim = stats([r["cpu_s"] for r in floor["import_manim"]])
+    out = {"no_render_film_cpu_s": no_render, "import_manim_cpu_s": manim,
+           "no_render_film_s": stats([r["wall_s"] for r in floor["no_render_film"]])}
+    if plain_cpu and no_render["median"] is not None and manim["median"] is not None:
+        least = plain_cpu + no_render["median"] + manim["median"]
+        out["least_film_cpu_s"] = round(least, 2)
+        out["least_cpu_ratio"] = round(least / plain_cpu, 3)
+        if film_cpu is not None:  # what the renders cost beyond plain manim's, and the rest
+            out["render_side_extra_cpu_s"] = round(film_cpu - least, 2)
+    return out
 
 
 def _median_breakdown(breakdowns: list[dict]) -> dict:
@@ -559,6 +615,14 @@ def summary(result: dict) -> str:
             f" {r['cpu_over_plain']['median']:.2f}x (target {result['target_cpu_ratio']});"
             f" from {r['ratio_from']} ({r['quiet_pairs']}/{r['pairs']} quiet; loads "
             f"{r['loads']})")
+        f = r.get("floor") or {}
+        if f.get("least_cpu_ratio") is not None:
+            lines.append(
+                f"  CPU floor: the film without --render {f['no_render_film_cpu_s']['median']:.1f}"
+                f" s, one import manim {f['import_manim_cpu_s']['median']:.1f} s: with renders "
+                f"that cost what plain manim's do, the film's CPU would be "
+                f"{f['least_film_cpu_s']:.1f} s = {f['least_cpu_ratio']:.2f}x plain; the "
+                f"renders' extra beyond that: {f.get('render_side_extra_cpu_s')} s")
         b = result["breakdown_median"][mode]
         lines.append("  breakdown (medians, s): " + ", ".join(
             f"{k.removesuffix('_s')} {v:.2f}" for k, v in b.items() if v is not None))

@@ -278,6 +278,27 @@ def _film_modes(f: dict) -> list[str]:
             value = (f["breakdown_median"].get(m) or {}).get(key)
             cells.append(_n(value, "x" if key == "overlap" else "", 2))
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    floors = {m: r["floor"] for m, r in f["modes"].items()
+              if (r.get("floor") or {}).get("least_cpu_ratio") is not None}
+    if floors:
+        out += ["", "What the film's CPU pays beyond plain manim's, measured apart (medians, "
+                    "CPU seconds of each run's whole tree, started quiet): the same film without "
+                    "`--render` (CLI, Prefect client and server, stages, codegen, verify), and "
+                    "one `import manim` (the second warm worker's). Their sum on top of plain "
+                    "manim is the film's CPU if its renders cost exactly what plain manim's do: "
+                    "the least its CPU ratio can be with Prefect in the loop.", "",
+                "| | " + " | ".join(_MODE[m] for m in floors) + " |",
+                "|---|" + "---:|" * len(floors)]
+        rows = (("the film without --render, CPU", lambda r: _s(r["no_render_film_cpu_s"])),
+                ("the film without --render, wall", lambda r: _s(r["no_render_film_s"])),
+                ("one import manim, CPU", lambda r: _s(r["import_manim_cpu_s"])),
+                ("plain + those two (the least film CPU)",
+                 lambda r: f"{r['least_film_cpu_s']:.2f} s"),
+                ("its ratio to plain manim's CPU", lambda r: f"{r['least_cpu_ratio']:.2f}x"),
+                ("the film's CPU beyond that (its renders' own extra)",
+                 lambda r: _n(r.get("render_side_extra_cpu_s"), " s", 2)))
+        for label, cell in rows:
+            out.append(f"| {label} | " + " | ".join(cell(r) for r in floors.values()) + " |")
     probe = f.get("layout_probe")
     if probe:
         out += ["", f"The layout probe (every film render records where texts and shapes are): "

@@ -15,6 +15,7 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 import common  # noqa: E402
+import film as film_bench  # noqa: E402
 import report  # noqa: E402
 
 
@@ -294,6 +295,10 @@ def test_results_page_states_each_film_mode_its_cpu_and_its_breakdown():
         "quiet_wait_s": 300.0, "target_ratio": 0.75, "target_cpu_ratio": 1.1,
         "modes": {"temporary_server": mode([21.0, 23.0], [30.0, 30.0], [40.0], [38.0], 2),
                   "server_up": mode([27.0], [30.0], [52.0], [40.0], 0)},
+        # server up: the film without --render costs 9 s of CPU, an import of manim 2.5 s
+        "floor_input": film_bench._floor_figures(
+            {"no_render_film": [{"cpu_s": 8.0, "wall_s": 3.0}, {"cpu_s": 10.0, "wall_s": 3.4}],
+             "import_manim": [{"cpu_s": 2.5, "wall_s": 2.6}]}, 40.0, 52.0),
         "breakdown_median": {"temporary_server": {"before_flow_s": 4.5, "overlap": 1.8},
                              "server_up": {"before_flow_s": 2.0, "overlap": None}},
         "layout_probe": None, "rerun": None}
@@ -302,7 +307,12 @@ def test_results_page_states_each_film_mode_its_cpu_and_its_breakdown():
                         "loadavg": [0.5, 0.5, 0.5], "git": "abc"},
             "total_s": 60.0, "load_end": [1.0, 1.0, 1.0],
             "parts": {"film": {"figures": figures, "child_wall_s": 600.0}}}
+    figures["modes"]["server_up"]["floor"] = figures.pop("floor_input")
     page = report.render_results(data)
+    # plain 40 + 9 + 2.5 = 51.5 s of CPU at the least: 1.29x; the renders' own extra 0.5 s
+    assert "| its ratio to plain manim's CPU | 1.29x |" in page
+    assert "| plain + those two (the least film CPU) | 51.50 s |" in page
+    assert "| the film's CPU beyond that (its renders' own extra) | 0.50 s |" in page
     # 22/30 meets 0.75; 27/30 does not; CPU 40/38 meets 1.1; 52/40 does not
     assert "| film | film <= 0.75x plain manim -ql, no server running (a temporary one " \
            "starts) (2 cores) | 0.73x (22.0 s vs 30.0 s; quiet pairs) | met |" in page
