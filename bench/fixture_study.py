@@ -1,43 +1,86 @@
 """The fixture study of docs/blend.md: 5 replicates x 6 rounds at noise 0.3, c0 c3 c4 on the
 bundled pool and prompts, through the plain loop of bench/sweep.py (no Prefect); prints the
-last round's trap-win rate, in-distribution hit@5 and hit@3 minus C0 (mean [95% interval])
-and held-out hit@3 per condition.
+last round's trap-win rate, in-distribution hit@5 and hit@3 minus C0 (mean [95% interval]),
+held-out hit@3 and how often a poisoned twin sits in the top-5 catalog, per condition.
 
     python bench/fixture_study.py /tmp/fixture-study      # ~4 min on 2 busy cores
+    python bench/fixture_study.py /tmp/fixture-c5 --conditions c0 c3 c4 c5
+
+C5 fine-tunes the embedding model between rounds, which the plain loop does not do: with c5
+among the conditions the study runs `mythloop sweep` itself (its own state folder and
+temporary Prefect server, under DIR), with the same settings.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import bench_env, loadavg  # noqa: E402
 from sweep import plain_sweep  # noqa: E402
 
 from mythloop.sweep import JudgeOptions, SweepConfig  # noqa: E402
 
+ROUNDS, REPLICATES, NOISE = 6, 5, 0.3
 
-def main(out: Path) -> dict:
-    plain_sweep(SweepConfig(conditions=["c0", "c3", "c4"], rounds=6, replicates=5,
-                            judge="simulated", judge_options=JudgeOptions(noise=0.3),
-                            results_dir=out))
+
+def _cli_sweep(out: Path, conditions: list[str]) -> None:
+    exe = Path(sys.executable).parent / "mythloop"
+    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
+                                                            ["-m", "mythloop_app"]),
+           "sweep", "--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
+           str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE), "--results-dir",
+           str(out)]
+    done = subprocess.run(cmd, env=bench_env(out.parent / f"{out.name}-state"), text=True,
+                          capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the sweep failed (exit {done.returncode}): {done.stderr[-2000:]}")
+
+
+def main(out: Path, conditions: list[str] | None = None) -> dict:
+    conditions = conditions or ["c0", "c3", "c4"]
+    started, load = time.monotonic(), loadavg()
+    if "c5" in conditions:
+        _cli_sweep(out, conditions)
+    else:
+        plain_sweep(SweepConfig(conditions=conditions, rounds=ROUNDS, replicates=REPLICATES,
+                                judge="simulated", judge_options=JudgeOptions(noise=NOISE),
+                                results_dir=out))
     m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     last = str(m["last_round"])
 
     def cell(s: dict | None) -> str | None:
         return None if not s else f"{s['mean']:+.2f} [{s['lo']:+.2f}, {s['hi']:+.2f}]"
 
-    rows = {}
+    def mean(s: dict | None) -> float | None:
+        return None if not s or s.get("mean") is None else round(s["mean"], 2)
+
+    rows: dict = {}
     for cond in m["conditions"]:
         s = m["per_round"][cond][last]
         diff = m["differences"].get(f"{cond}-c0", {}).get("per_round", {}).get(last, {})
-        rows[cond] = {"trap_win": round(s["trap.trap_win_rate"]["mean"], 2),
+        rows[cond] = {"trap_win": mean(s.get("trap.trap_win_rate")),
                       "hit@5 - c0": cell(diff.get("in_distribution.hit@5")),
                       "hit@3 - c0": cell(diff.get("in_distribution.hit@3")),
-                      "heldout hit@3": round(s["heldout.hit@3"]["mean"], 2)}
+                      "heldout hit@3": mean(s.get("heldout.hit@3")),
+                      "poisoned in top-5 catalog": mean(
+                          s.get("catalog.in_distribution.poisoned_rate"))}
+    rows["_run"] = {"wall_s": round(time.monotonic() - started, 1), "load_start": load,
+                    "load_end": loadavg(), "rounds": ROUNDS, "replicates": REPLICATES,
+                    "noise": NOISE, "through": "mythloop sweep" if "c5" in conditions
+                    else "plain loop (bench/sweep.py)"}
     return rows
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1])), indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="the results dir (new)")
+    parser.add_argument("--conditions", nargs="+", default=["c0", "c3", "c4"],
+                        choices=["c0", "c3", "c4", "c5"])
+    args = parser.parse_args()
+    print(json.dumps(main(args.out, args.conditions), indent=1))
