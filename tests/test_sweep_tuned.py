@@ -95,7 +95,7 @@ def test_ctrl_c_mid_fine_tune_leaves_no_model_and_the_rerun_resumes(tmp_path):
             "--results-dir", str(results)]
     progress = results / "c5-rep1" / "progress.json"
     # Many small steps, so the fine-tune is still under way when Ctrl-C comes.
-    slow = {"MYTHLOOP_C5_EPOCHS": "20", "MYTHLOOP_C5_BATCH_SIZE": "2"}
+    slow = {"MYTHLOOP_C5_EPOCHS": "10", "MYTHLOOP_C5_BATCH_SIZE": "2"}
     saved = {k: os.environ.get(k) for k in slow}
     os.environ.update(slow)
     try:
@@ -126,8 +126,9 @@ def test_ctrl_c_mid_fine_tune_leaves_no_model_and_the_rerun_resumes(tmp_path):
     store = ModelStore(state / "models")
     assert store.saved() == [] and store.partials() == []
 
-    rerun = subprocess.run([EXE, *args], env=_env(state), capture_output=True, text=True,
-                           timeout=1800)
+    # the rerun resumes under the same settings (they are part of the sweep's fingerprint)
+    rerun = subprocess.run([EXE, *args], env={**_env(state), **slow}, capture_output=True,
+                           text=True, timeout=1800)
     _kill_leftovers(state)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "already complete, skipped" in rerun.stdout and "fine-tuned" in rerun.stdout
