@@ -189,8 +189,8 @@ def _check_results_dir(config: SweepConfig) -> None:
                 "set them as they were to resume it, or choose another --results-dir")
         raise InputError(
             f"{results_dir} holds a different sweep (other conditions, judge, pool, prompts, "
-            "seed or MYTHLOOP_* ranking settings); choose another --results-dir, or rerun with that sweep's settings to "
-            "resume it")
+            "seed or MYTHLOOP_* ranking settings); choose another --results-dir, or rerun with "
+            "that sweep's settings to resume it")
 
 
 def _shown(value: object) -> str:
