@@ -223,8 +223,8 @@ def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Pat
     """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
     CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
     without --render (stages, codegen and verify: what the DAG costs without its renders)."""
-    cmd = [*_mythloop(), "film", prompt, "--backend", "replay", *(["--render"] if render
-                                                                  else []), "-q", "l",
+    rendering = ["--render"] if render else []
+    cmd = [*_mythloop(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
            "--fresh", "--runs-dir", str(runs_dir)]
     result = run_child(cmd, env=bench_env(state), timeout=900, log=log, meter=meter)
     if result["returncode"] != 0:
@@ -400,15 +400,11 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                 meter = CpuMeter(kind)
                 try:
                     if kind == "film":
-                        server_cpu = server.cpu_s() if server else None
-                        run = film_cli(prompt, state, workdir / f"runs-{mode}-{i}", meter,
-                                       workdir / f"film-{mode}-{i}.log")
+                        run, share = _with_server_share(
+                            server, prompt, state, workdir / f"runs-{mode}-{i}", meter,
+                            workdir / f"film-{mode}-{i}.log")
                         if server:
-                            server.settle()
-                            after = server.cpu_s()
-                            run["server_cpu_s"] = (after - server_cpu
-                                                   if after is not None and server_cpu is not None
-                                                   else None)
+                            run["server_cpu_s"] = share
                         times = timeline(state / "prefect" / "prefect.db",
                                          run["manifest"].get("prefect_flow_run_id") or "")
                         run["breakdown"] = breakdown(run, times)
@@ -452,6 +448,19 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     }
 
 
+def _with_server_share(server: _Server | None, *args, **kwargs) -> tuple[dict, float | None]:
+    """`film_cli(*ARGS, **KWARGS)`, and the CPU seconds the server (when one is up) spent
+    meanwhile, counted once it has recorded what the film sent it; None without a server or
+    a meter."""
+    before = server.cpu_s() if server else None
+    run = film_cli(*args, **kwargs)
+    if server is None:
+        return run, None
+    server.settle()
+    after = server.cpu_s()
+    return run, (after - before if after is not None and before is not None else None)
+
+
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
            quiet_load: float, quiet_wait_s: float, say, repeats: int = 2) -> dict:
     """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
@@ -464,15 +473,10 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
         say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
         meter = CpuMeter("no-render")
         try:
-            before = server.cpu_s() if server else None
-            run = film_cli(prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
-                           workdir / f"film-{mode}-norender-{i}.log", render=False)
-            share = 0.0
-            if server:
-                server.settle()
-                after = server.cpu_s()
-                share = after - before if after is not None and before is not None else 0.0
-            orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + share})
+            run, share = _with_server_share(
+                server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
+                workdir / f"film-{mode}-norender-{i}.log", render=False)
+            orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
         finally:
             meter.close()
         wait_for_quiet(quiet_load, quiet_wait_s)
