@@ -86,13 +86,15 @@ def test_offline_film_renders_and_a_rerun_calls_no_model(tmp_path):
 @pytest.mark.slow
 def test_render_timeout_spends_no_repair(tmp_path):
     runs = tmp_path / "runs"
+    # 0.1 s: no render of a real scene finishes in it, however warm its worker (a 1 s budget
+    # let a warm worker render the title scene in time on a fast machine).
     state = _film(FilmRequest(prompt="a render that runs out of time", backend="offline",
-                              render=True, render_timeout=1, runs_dir=runs))
+                              render=True, render_timeout=0.1, runs_dir=runs))
     assert state.is_failed()
-    with pytest.raises(Exception, match="timed out"):
+    with pytest.raises(Exception, match=r"timed out after 0\.1s"):
         state.result()
     manifest = _manifest(_only_run_dir(runs))
-    assert manifest["renders"][0]["kind"] == "timeout"
+    assert manifest["renders"] and {r["kind"] for r in manifest["renders"]} == {"timeout"}
     assert manifest.get("repairs", []) == []
     assert manifest["render_timed_out"] is True
 

@@ -18,17 +18,20 @@ STUCK = textwrap.dedent("""
     import subprocess, sys, time
     from mythloop_app.commands.runtime import flow_runtime
 
-    def stuck_in_its_stop():
+    def stuck_in_its_stop(child):
+        ready = False
         while True:
             try:
+                if not ready:  # (inside the try: a signal right after it is swallowed too)
+                    ready = True
+                    print(child.pid, flush=True)
                 time.sleep(1000)
             except KeyboardInterrupt:
                 continue  # the KeyboardInterrupt swallowed: the orderly stop never comes
 
     with flow_runtime():
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"])
-        print(child.pid, flush=True)
-        stuck_in_its_stop()
+        stuck_in_its_stop(child)
 """)
 
 

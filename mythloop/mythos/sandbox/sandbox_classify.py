@@ -84,7 +84,7 @@ def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: 
     """Return (kind, one-line message) for a finished render."""
     log = "\n".join(_bounded_lines(log))
     if timed_out:
-        return "timeout", (f"render timed out after {timeout:.0f}s and was killed with its "
+        return "timeout", (f"render timed out after {timeout:g}s and was killed with its "
                            "process group; raise --timeout / M2M_RENDER_TIMEOUT or lower the "
                            "quality (-q l)")
     if returncode == 0 and video:
