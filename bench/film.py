@@ -17,8 +17,12 @@
 - Breakdown of each film's wall, from its Prefect flow and task runs: before the flow (CLI
   start-up, server start or connect), stages and codegen, the scene phase (each render, the
   failed render, its repair, the wait for a free worker, how well renders overlapped),
-  stitch, subtitles and voice, the flow's end (artifacts) and the command's end; the layout
-  probe's cost from one scene rendered with and without it.
+  stitch, subtitles and voice, the flow's end (artifacts) and the command's end.
+- Where the film's CPU goes beyond plain manim's: the film without --render and one import of
+  manim (the floor), each render's CPU as its warm worker measured it (manifest.json), and
+  the final scenes rendered one at a time with and without the layout probe; together they
+  split the renders' extra into the failed render, the workers' start-up, each render's
+  sandbox and probe, two renders at once on 2 cores, and the rest.
 - Rerun after a failed scene: the film with max_repairs=0 (fresh) fails at scene 1 and keeps
   the others; the same film again with one repair allowed must render only scene 1.
 
@@ -359,28 +363,96 @@ def breakdown(run: dict, times: dict) -> dict:
     }
 
 
-def probe_cost(scene_file: Path, scene: str, workdir: Path, repeats: int = 2) -> dict:
-    """One scene rendered in a warm worker with and without the layout probe, alternating
-    (every film render runs the probe)."""
+def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: int = 2) -> dict:
+    """The film's final scenes rendered one at a time in one warm worker (no other render
+    beside it), with the layout probe (as every film render runs) and without, alternating:
+    the CPU of each render's whole tree as its worker measured it (RenderResult.cpu_s),
+    summed over the scenes, and the wall. Against the film's own renders (two at once) and
+    plain manim's one process, this splits what the renders cost beyond plain manim."""
     import mythloop.mythos.sandbox.render as render_module
     from mythloop.mythos.sandbox import render_pool
 
-    rows: dict[str, list[float]] = {"with_probe_s": [], "without_probe_s": []}
-    render_module.render_scene(scene_file, scene=scene, out_dir=workdir / "probe-warmup",
-                               timeout=300)  # the worker, the formula cache: warm
-    for i in range(repeats):
-        for key, layout in (("with_probe_s", True), ("without_probe_s", False)):
-            t0 = time.perf_counter()
-            result = render_module.render_scene(scene_file, scene=scene, layout=layout,
-                                                out_dir=workdir / f"probe-{key}-{i}",
+    def one_pass(tag: str, layout: bool) -> tuple[float, float]:
+        cpu = wall = 0.0
+        for name in scenes:
+            result = render_module.render_scene(scene_file, scene=name, layout=layout,
+                                                out_dir=workdir / f"split-{tag}-{name}",
                                                 timeout=300)
-            if not result.ok:
-                raise RuntimeError(f"probe render failed: {result.message}")
-            rows[key].append(time.perf_counter() - t0)
+            if not result.ok or result.cpu_s is None:
+                raise RuntimeError(f"render of {name} failed or was not measured (warm "
+                                   f"workers off?): {result.message}")
+            cpu += result.cpu_s
+            wall += result.seconds
+        return cpu, wall
+
     render_pool.shutdown()
-    return {**{k: stats(v) for k, v in rows.items()}, "scene": scene,
-            "probe_share_s": statistics.median(rows["with_probe_s"])
-            - statistics.median(rows["without_probe_s"])}
+    os.environ["MYTHLOOP_WARM_WORKERS"] = "1"  # one worker: one render at a time
+    try:
+        one_pass("warmup", True)  # the worker started, every formula in the cache
+        rows: dict[str, list[float]] = {"with_probe_cpu_s": [], "without_probe_cpu_s": [],
+                                        "with_probe_s": [], "without_probe_s": []}
+        for i in range(repeats):
+            for key, layout in (("with_probe", True), ("without_probe", False)):
+                cpu, wall = one_pass(f"{key}-{i}", layout)
+                rows[f"{key}_cpu_s"].append(cpu)
+                rows[f"{key}_s"].append(wall)
+    finally:
+        os.environ.pop("MYTHLOOP_WARM_WORKERS", None)
+        render_pool.shutdown()
+    return {**{k: stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
+            "probe_cpu_s": round(statistics.median(rows["with_probe_cpu_s"])
+                                 - statistics.median(rows["without_probe_cpu_s"]), 2)}
+
+
+def _render_cpu(films: list[dict]) -> dict:
+    """From each film's manifest: its renders' CPU (the worker-measured tree of each render),
+    the failed ones apart, and its warm workers' start-up (their manim imports)."""
+    def summed(film: dict, ok: bool) -> float:
+        return sum(r.get("cpu_s") or 0.0 for r in film["manifest"].get("renders", [])
+                   if bool(r.get("ok")) is ok and r.get("cache") == "miss")
+
+    return {"ok_renders_cpu_s": stats([summed(f, True) for f in films]),
+            "failed_renders_cpu_s": stats([summed(f, False) for f in films]),
+            "worker_startup_cpu_s": stats([(f["manifest"].get("warm_workers") or {})
+                                           .get("startup_cpu_s") or 0.0 for f in films]),
+            "workers_started": [(f["manifest"].get("warm_workers") or {}).get("started")
+                                for f in films]}
+
+
+def _cpu_split(mode: dict, split: dict | None) -> dict | None:
+    """The renders' own extra CPU (the film's CPU beyond plain manim + the film without
+    --render + one more import of manim), split by what each part measured:
+
+    - the failed render of scene 1 (plain manim renders the repaired file only);
+    - the warm workers' start-up beyond two imports of manim (plain's, and the floor's one);
+    - each render, one at a time, beyond plain manim's scenes (plain's CPU less one import):
+      the sandbox's fork, namespaces, tmpfs and filter, the formula service, the probe;
+      of it, the layout probe alone (with it less without it);
+    - two renders at once on 2 cores (the film's renders less the same scenes one at a time);
+    - the rest: stitch, subtitles and voice, the flow's own work while renders run.
+    """
+    floor, cpu = mode.get("floor") or {}, mode.get("render_cpu") or {}
+    extra = floor.get("render_side_extra_cpu_s")
+    imports = (floor.get("import_manim_cpu_s") or {}).get("median")
+    plain = (mode.get("plain_cpu_s") or {}).get("median")
+    if extra is None or imports is None or plain is None or not cpu:
+        return None
+    ok = cpu["ok_renders_cpu_s"]["median"]
+    out = {"renders_extra_cpu_s": extra,
+           "failed_render_cpu_s": cpu["failed_renders_cpu_s"]["median"],
+           "worker_startup_beyond_two_imports_cpu_s": round(
+               cpu["worker_startup_cpu_s"]["median"] - 2 * imports, 2),
+           "film_ok_renders_cpu_s": ok, "plain_scenes_cpu_s": round(plain - imports, 2)}
+    if split:
+        one_at_a_time = split["with_probe_cpu_s"]["median"]
+        out.update(one_at_a_time_cpu_s=one_at_a_time,
+                   per_render_beyond_plain_cpu_s=round(one_at_a_time - (plain - imports), 2),
+                   probe_cpu_s=split["probe_cpu_s"],
+                   two_at_once_cpu_s=round(ok - one_at_a_time, 2))
+        parts = ("failed_render_cpu_s", "worker_startup_beyond_two_imports_cpu_s",
+                 "per_render_beyond_plain_cpu_s", "two_at_once_cpu_s")
+        out["rest_cpu_s"] = round(extra - sum(out[k] for k in parts), 2)
+    return out
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
@@ -441,6 +513,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                                if f.get("server_cpu_s") is not None]),
         "cpu_over_plain": ratio_stats(film_cpu, plain_cpu),
         "cpu_method": films[-1]["cpu_method"] if films else None,
+        "render_cpu": _render_cpu([f for f, _ in used]),
         "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
                                 statistics.median(film_cpu) if film_cpu else None),
         "breakdowns": [f["breakdown"] for f in films],
@@ -545,11 +618,15 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                                         quiet_wait_s, say)
         first = results[modes[0]]
         last_film = first["films"][-1]
-        probe_result = None
+        split = None
         if probe:
-            say("[bench film] the layout probe's cost: one scene with and without it")
-            scene = last_film["manifest"]["scenes"][1]
-            probe_result = probe_cost(Path(scene["file"]), scene["name"], workdir)
+            say("[bench film] the final scenes one at a time, with and without the layout "
+                "probe (what each render costs beyond plain manim)")
+            manifest = last_film["manifest"]
+            split = render_split(Path(manifest["scene_file"]),
+                                 [s["name"] for s in manifest["scenes"]], workdir)
+        for r in results.values():
+            r["cpu_split"] = _cpu_split(r, split)
         rerun_result = startup = None
         formulas = None
         if rerun:
@@ -589,7 +666,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         "plain_video_duration_s": results[modes[0]]["plains"][-1].get("duration_s"),
         "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for r in results.values()
                                  for p in r["plains"]),
-        "layout_probe": probe_result,
+        "render_split": split,
         "rerun": rerun_result,
         "load_before": load_before, "load_after": loadavg(),
         "formula_cache": formulas,
@@ -630,11 +707,16 @@ def summary(result: dict) -> str:
         b = result["breakdown_median"][mode]
         lines.append("  breakdown (medians, s): " + ", ".join(
             f"{k.removesuffix('_s')} {v:.2f}" for k, v in b.items() if v is not None))
-    probe = result.get("layout_probe")
-    if probe:
-        lines.append(f"layout probe: {probe['with_probe_s']['median']:.2f} s with, "
-                     f"{probe['without_probe_s']['median']:.2f} s without "
-                     f"({probe['scene']})")
+        split = r.get("cpu_split")
+        if split:
+            lines.append("  the renders' extra CPU, split (s): " + ", ".join(
+                f"{k.removesuffix('_cpu_s')} {v}" for k, v in split.items()))
+    split = result.get("render_split")
+    if split:
+        lines.append(f"the final scenes one at a time: CPU {split['with_probe_cpu_s']['median']:.2f}"
+                     f" s with the layout probe, {split['without_probe_cpu_s']['median']:.2f} s "
+                     f"without (wall {split['with_probe_s']['median']:.2f} s / "
+                     f"{split['without_probe_s']['median']:.2f} s)")
     return "\n".join(lines)
 
 
@@ -648,7 +730,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-rerun", action="store_true",
                         help="skip the rerun-after-failure and start-up/LaTeX parts")
     parser.add_argument("--no-probe", action="store_true",
-                        help="skip the layout probe's with/without measurement")
+                        help="skip the final scenes rendered one at a time with and without "
+                             "the layout probe (the split of the renders' extra CPU)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--quiet-load", type=float, default=None)
     parser.add_argument("--quiet-wait", type=float, default=300.0)

@@ -299,12 +299,40 @@ def _film_modes(f: dict) -> list[str]:
                  lambda r: _n(r.get("render_side_extra_cpu_s"), " s", 2)))
         for label, cell in rows:
             out.append(f"| {label} | " + " | ".join(cell(r) for r in floors.values()) + " |")
-    probe = f.get("layout_probe")
-    if probe:
-        out += ["", f"The layout probe (every film render records where texts and shapes are): "
-                    f"{probe['scene']} rendered in a warm worker {_s(probe['with_probe_s'])} "
-                    f"with it, {_s(probe['without_probe_s'])} without."]
+    splits = {m: r["cpu_split"] for m, r in f["modes"].items() if r.get("cpu_split")}
+    if splits:
+        out += ["", "The renders' own extra, split (CPU seconds, medians): each render's CPU "
+                    "is its whole tree as its warm worker measured it (manifest.json); the "
+                    "film's final scenes were also rendered one at a time in one warm worker, "
+                    "with the layout probe and without.", "",
+                "| | " + " | ".join(_MODE[m] for m in splits) + " |",
+                "|---|" + "---:|" * len(splits)]
+        for key, label in _CPU_SPLIT:
+            out.append(f"| {label} | " + " | ".join(_n(r.get(key), " s", 2)
+                                                   for r in splits.values()) + " |")
+    split = f.get("render_split")
+    if split:
+        out += ["", f"The final scenes one at a time ({split['repeats']} passes each way): CPU "
+                    f"{_s(split['with_probe_cpu_s'])} with the layout probe, "
+                    f"{_s(split['without_probe_cpu_s'])} without; wall "
+                    f"{_s(split['with_probe_s'])} with, {_s(split['without_probe_s'])} without."]
     return out
+
+
+_CPU_SPLIT = (
+    ("renders_extra_cpu_s", "the renders' own extra (the film's CPU beyond the least)"),
+    ("failed_render_cpu_s", "the failed render of scene 1"),
+    ("worker_startup_beyond_two_imports_cpu_s",
+     "the warm workers' start-up beyond two imports of manim"),
+    ("per_render_beyond_plain_cpu_s",
+     "each render, one at a time, beyond plain manim's scenes (sandbox, formula service, probe)"),
+    ("probe_cpu_s", "of that, the layout probe"),
+    ("two_at_once_cpu_s", "two renders at once on 2 cores (against one at a time)"),
+    ("rest_cpu_s", "the rest: stitch, subtitles, voice, the flow around the renders"),
+    ("film_ok_renders_cpu_s", "for reference: the film's good renders, summed"),
+    ("one_at_a_time_cpu_s", "for reference: the same scenes one at a time, summed"),
+    ("plain_scenes_cpu_s", "for reference: plain manim's CPU less one import of manim"),
+)
 
 
 def _film(part: dict) -> list[str]:

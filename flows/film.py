@@ -42,6 +42,7 @@ from mythloop.mythos.plan.request import FilmRequest
 from mythloop.mythos.plan.stages import STAGES
 from mythloop.mythos.records import CodegenResult, FilmResult, StageOutcome
 from mythloop.mythos.rundir import slugify, utc_now
+from mythloop.mythos.sandbox import render_pool
 from mythloop.mythos.sandbox.layout import Finding, scene_zooms
 from mythloop.mythos.sandbox.render import prewarm
 from mythloop.mythos.scene_book import SceneBook
@@ -229,6 +230,11 @@ class _FilmScenes:
             except BaseException:
                 self.stopping.set()  # scenes under way start no further render or repair
                 raise  # ... and the pool starts no queued scene
+        warm = render_pool.current_pool()
+        if warm is not None:  # where the renders' start-up CPU went (bench/film.py reads it)
+            self.session.manifest.update(warm_workers={
+                "started": warm.started, "startup_cpu_s": round(warm.startup_cpu_s, 3),
+                "counted": "over this process's life (a `mythloop film` command: this film)"})
         return failures
 
     def _stitch(self) -> str:

@@ -301,14 +301,33 @@ def test_results_page_states_each_film_mode_its_cpu_and_its_breakdown():
              "import_manim": [{"cpu_s": 2.5, "wall_s": 2.6}]}, 40.0, 52.0),
         "breakdown_median": {"temporary_server": {"before_flow_s": 4.5, "overlap": 1.8},
                              "server_up": {"before_flow_s": 2.0, "overlap": None}},
-        "layout_probe": None, "rerun": None}
+        "render_split": None, "rerun": None}
     data = {"machine": {"date_utc": "d", "cpu": "c", "cores": 2, "cores_usable": 2,
                         "memory_gb": 1.0, "os": "o", "python": "3.11.0", "packages": {},
                         "loadavg": [0.5, 0.5, 0.5], "git": "abc"},
             "total_s": 60.0, "load_end": [1.0, 1.0, 1.0],
             "parts": {"film": {"figures": figures, "child_wall_s": 600.0}}}
     figures["modes"]["server_up"]["floor"] = figures.pop("floor_input")
+    # the renders' extra (0.5 s), split: the films' good renders 30 s and failed ones 1.2 s of
+    # CPU, the workers' start-up 5.4 s; the same scenes one at a time 29 s (28 without the
+    # probe); plain 40 s less one import (2.5 s) = 37.5 s for its scenes
+    figures["modes"]["server_up"]["render_cpu"] = film_bench._render_cpu([
+        {"manifest": {"renders": [{"ok": False, "cache": "miss", "cpu_s": 1.2},
+                                  {"ok": True, "cache": "miss", "cpu_s": 30.0},
+                                  {"ok": True, "cache": "hit", "cpu_s": None}],
+                      "warm_workers": {"started": 2, "startup_cpu_s": 5.4}}}])
+    split = {"with_probe_cpu_s": common.stats([29.0]), "without_probe_cpu_s": common.stats([28.0]),
+             "probe_cpu_s": 1.0}
+    figures["modes"]["server_up"]["cpu_split"] = film_bench._cpu_split(
+        figures["modes"]["server_up"], split)
     page = report.render_results(data)
+    assert "| the failed render of scene 1 | 1.20 s |" in page
+    assert "| the warm workers' start-up beyond two imports of manim | 0.40 s |" in page
+    assert "| each render, one at a time, beyond plain manim's scenes (sandbox, formula " \
+           "service, probe) | -8.50 s |" in page
+    assert "| two renders at once on 2 cores (against one at a time) | 1.00 s |" in page
+    # 0.5 - (1.2 + 0.4 - 8.5 + 1.0) = 6.4
+    assert "| the rest: stitch, subtitles, voice, the flow around the renders | 6.40 s |" in page
     # plain 40 + 9 + 2.5 = 51.5 s of CPU at the least: 1.29x; the renders' own extra 0.5 s
     assert "| its ratio to plain manim's CPU | 1.29x |" in page
     assert "| plain + those two (the least film CPU) | 51.50 s |" in page

@@ -67,6 +67,12 @@ def test_offline_film_renders_and_a_rerun_calls_no_model(tmp_path):
     assert [s["stage"] for s in manifest["stages"]] == [*STAGE_NAMES, "codegen"]
     assert manifest["static_check"]["passed"] is True
     assert manifest["renders"][-1]["ok"] is True
+    # where the renders' CPU went: each render's tree, and the warm workers' start-up
+    rendered = [r for r in manifest["renders"] if r["cache"] == "miss"]
+    assert all(r["cpu_s"] > 0 for r in rendered), manifest["renders"]
+    if rendered:  # (a film whose scenes all came from the scene cache starts no worker)
+        assert manifest["warm_workers"]["started"] >= 1
+        assert manifest["warm_workers"]["startup_cpu_s"] > 0
     assert manifest["model_calls"] == 7
     assert all(s["prefect_task_run_id"] for s in manifest["stages"])
     for spec in STAGES:

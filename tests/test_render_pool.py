@@ -102,6 +102,30 @@ def test_prewarmed_workers_serve_the_first_renders(tmp_path, fresh_pool):
     assert render_pool.current_pool() is pool and pool.started == 2
 
 
+# spends at least 1.5 s of its own process's CPU before it draws anything
+SPINS = ("from manim import *\nimport time\n\nclass Spins(Scene):\n"
+         "    def construct(self):\n        start = time.process_time()\n"
+         "        while time.process_time() - start < 1.5:\n            pass\n"
+         "        self.play(Create(Square()), run_time=0.2)\n")
+
+
+def test_a_render_reports_the_cpu_of_its_process_tree(tmp_path, fresh_pool):
+    """Each warm render says what CPU its whole tree spent (the film's manifest and
+    bench/film.py account for it), and the pool what its workers' manim imports cost."""
+    spins = _write(tmp_path, "spins", SPINS)
+    result = render_scene(spins, out_dir=tmp_path / "a", timeout=120)
+    assert result.ok, result.message + result.log_tail[-1500:]
+    assert result.cpu_s is not None and result.cpu_s >= 1.5, result.cpu_s
+    tiny = render_scene(_write(tmp_path, "tiny", TINY), out_dir=tmp_path / "b", timeout=120)
+    assert tiny.ok and tiny.cpu_s is not None and 0 < tiny.cpu_s
+    assert result.cpu_s - tiny.cpu_s >= 1.0  # the spin is counted in its own render only
+    pool = render_pool.current_pool()
+    assert pool is not None and pool.started == 1 and pool.startup_cpu_s > 0.3  # manim's import
+    cold = render_scene(spins, out_dir=tmp_path / "c", timeout=120,
+                        env_extra=None, audit_hook=False)  # no warm worker: not measured
+    assert cold.ok and cold.cpu_s is None, cold.message
+
+
 def test_a_scene_that_raises_keeps_its_worker_serving(tmp_path, fresh_pool):
     """A film's usual failure (the scene raises; its repair renders next) costs no new
     worker: the render was a fork of the worker, which ran none of its code. A crash still

@@ -147,6 +147,7 @@ class RenderEntry(_Open):
     cache: str | None = None
     returncode: int | None = None
     seconds: float | None = None
+    cpu_s: float | None = None
     message: str | None = None
     video_path: str | None = None
     isolation: list[str] | None = None

@@ -99,7 +99,7 @@ class SceneBook:
         entry = RenderEntry(scene=unit.index, name=unit.name, attempt=attempt,
                             ok=rendered.ok, kind=rendered.kind, cache=rendered.cache,
                             returncode=rendered.returncode, seconds=rendered.seconds,
-                            message=rendered.message, video_path=rendered.video_path,
+                            cpu_s=rendered.cpu_s, message=rendered.message, video_path=rendered.video_path,
                             isolation=rendered.isolation)
         with self.lock:
             self.session.manifest.append("renders", entry)

@@ -195,6 +195,9 @@ class RenderResult(BaseModel):
     log_tail: str = ""
     returncode: int | None = None
     seconds: float = 0.0
+    cpu_s: float | None = None
+    """User + system CPU seconds of the render's whole process tree (manim, ffmpeg, what the
+    scene started), as its warm worker measured them; None for a cold render."""
     message: str = ""
     out_dir: str = ""
     log_path: str | None = None
@@ -694,9 +697,10 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
             if service is not None:
                 isolation.append("formula cache: LaTeX compiled outside the scene's process, "
                                  "in a sandbox of its own, once per formula and template")
+            cpu_s = None  # measured by a warm worker only
             if warm:
-                returncode, timed_out = _run_warm(stage, spec, spec_worker, inner, token,
-                                                  env_extra, timeout, relay.poll)
+                returncode, timed_out, cpu_s = _run_warm(stage, spec, spec_worker, inner,
+                                                         token, env_extra, timeout, relay.poll)
             else:
                 returncode, timed_out = _run(launcher, stage,
                                              _child_env(inner, token, env_extra), stage_log,
@@ -735,7 +739,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         video_path=last.path if last and last.kind == "video" else None,
         image_path=last.path if last and last.kind == "image" else None, outputs=outputs,
         log_tail=log[-8000:], returncode=returncode,
-        seconds=seconds, message=message, out_dir=str(work),
+        seconds=seconds, cpu_s=cpu_s, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token,
         layout_findings=findings)
 
@@ -782,9 +786,10 @@ def _layout_findings(record_path: Path,
 
 def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
               env_extra: dict[str, str] | None, timeout: float,
-              poll: Callable[[], None]) -> tuple[int | None, bool]:
-    """The render through a warm worker (render_pool); a worker lost mid-render fails this
-    render alone, with a line in its log saying so."""
+              poll: Callable[[], None]) -> tuple[int | None, bool, float | None]:
+    """The render through a warm worker (render_pool): (exit status, timed out, CPU
+    seconds); a worker lost mid-render fails this render alone, with a line in its log
+    saying so."""
     log = stage / "render.log"
     log.touch(mode=0o644)
     pool_spec = {k: spec[k] for k in ("namespaced", "inner", "tmp_size", "uid", "gid")}
@@ -800,7 +805,7 @@ def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str
             fh.write(f"\nrender stopped: {exc}\n" if procs.STOPPING.is_set() else
                      f"\nRenderWorkerError: {exc}; the render was lost with its worker "
                      "(only this render fails; the worker is replaced)\n")
-        return None, False
+        return None, False, None
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,

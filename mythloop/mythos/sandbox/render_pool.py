@@ -49,6 +49,11 @@ POOL_MARKER = "MYTHLOOP_RENDER_POOL"  # in every worker process's environment
 _HERE = Path(__file__).resolve().parent
 
 
+def _seconds(value: object) -> float | None:
+    """A CPU figure from a worker's reply (a number, else None)."""
+    return float(value) if isinstance(value, int | float) and value >= 0 else None
+
+
 def warm_enabled() -> bool:
     return os.environ.get("MYTHLOOP_WARM_WORKERS", "").strip() != "0"
 
@@ -77,6 +82,7 @@ class _Worker:
         self.pending = b""
         self.ready = False
         self.clean = False
+        self.startup_cpu_s: float | None = None  # its manim import, as it reported
 
     def read_line(self, deadline: float, poll: Callable[[], None] | None = None) -> dict:
         """The worker's next reply; WorkerLost at EOF or DEADLINE."""
@@ -105,9 +111,10 @@ class _Worker:
             if not reply.get("ready"):
                 raise WorkerLost(f"the render worker did not start: {reply}")
             self.ready = True
+            self.startup_cpu_s = _seconds(reply.get("cpu_s"))
 
     def render(self, request: dict, timeout: float,
-               poll: Callable[[], None] | None) -> tuple[int | None, bool]:
+               poll: Callable[[], None] | None) -> tuple[int | None, bool, float | None]:
         self.wait_ready()
         self.renders += 1
         assert self.proc.stdin is not None  # (a pipe)
@@ -121,7 +128,7 @@ class _Worker:
             raise WorkerLost(f"the render worker answered out of turn: {reply}")
         # a worker serves again only when no process of this render was left
         self.clean = bool(reply.get("clean"))
-        return int(reply["status"]), bool(reply["timed_out"])
+        return int(reply["status"]), bool(reply["timed_out"]), _seconds(reply.get("cpu_s"))
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -162,6 +169,7 @@ class WarmPool:
         self.cond = threading.Condition()
         self.closed = False
         self.started = 0  # workers started over the pool's life (tests, bench)
+        self.startup_cpu_s = 0.0  # their manim imports, summed (as each became ready)
 
     def _start(self) -> _Worker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -208,19 +216,26 @@ class WarmPool:
             self.cond.notify()
 
     def render(self, request: dict, timeout: float,
-               poll: Callable[[], None] | None = None) -> tuple[int | None, bool]:
-        """Run one render request; (exit status, timed out). WorkerLost when the worker died
-        or never answered (it is discarded; the caller reports the render as failed)."""
+               poll: Callable[[], None] | None = None) -> tuple[int | None, bool, float | None]:
+        """Run one render request; (exit status, timed out, CPU seconds of the render's
+        process tree as its worker measured them). WorkerLost when the worker died or never
+        answered (it is discarded; the caller reports the render as failed)."""
         worker = self._acquire()
         keep, replace = False, False
         try:
-            status, timed_out = worker.render(request, timeout, poll)
+            ready = worker.ready
+            try:
+                status, timed_out, cpu_s = worker.render(request, timeout, poll)
+            finally:
+                if not ready and worker.startup_cpu_s is not None:
+                    with self.cond:
+                        self.startup_cpu_s += worker.startup_cpu_s
             # a scene that raised (exit 1) leaves its worker as it found it: the render was
             # a fork that died, the worker never ran its code (docs/sandbox.md); a crash, a
             # timeout or a render that left a process behind retires the worker
             keep = status in REUSE_STATUSES and not timed_out and worker.clean
             replace = True
-            return status, timed_out
+            return status, timed_out, cpu_s
         except Exception:
             replace = True
             raise

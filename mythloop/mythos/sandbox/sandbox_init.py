@@ -324,11 +324,19 @@ def _render_process(job: dict, spec: dict, worker: dict, null: int, log: int) ->
             os._exit(code)
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for descendants so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run_render(job: dict, spec: dict, worker: dict) -> dict:
     """Fork the render, wait for it (killing everything at its deadline), check that no
-    process of it is left, and reply."""
+    process of it is left, and reply; `cpu_s` is the CPU its whole tree spent (every process
+    of it was waited for: by its namespace's init, then by this process)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    cpu_before = _children_cpu()
     pid = os.fork()
     if pid == 0:
         try:
@@ -367,7 +375,7 @@ def _run_render(job: dict, spec: dict, worker: dict) -> dict:
     if lost:
         raise SystemExit(0)
     return {"job": job["job"], "status": _status_code(status), "timed_out": timed_out,
-            "clean": clean}
+            "clean": clean, "cpu_s": round(_children_cpu() - cpu_before, 3)}
 
 
 def _signal_all(sig: int) -> None:
@@ -399,7 +407,8 @@ def serve(spec: dict) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _stop)
-    _reply({"ready": True})
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the start-up: manim's import
+    _reply({"ready": True, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
     while True:
         line = _read_line(0)
         if line is None:
