@@ -1,5 +1,6 @@
 """The noise study's wall time (issue: `mythloop sweep --judge simulated --noise 0 0.2 0.4
---conditions c0 c3 c4 --replicates 3 --rounds 4`), recorded into bench/noise_study.json;
+--conditions c0 c3 c4 --replicates 3 --rounds 4`, --conditions to add c5), recorded into
+bench/noise_study.json;
 bench/report.py renders it into RESULTS.md on every `make bench`.
 
     python bench/noise_study.py --results-dir /tmp/noise      # run the command, time it, record
@@ -91,11 +92,17 @@ def main() -> None:
     parser.add_argument("--note", default="")
     parser.add_argument("--noise", nargs="+", help="the levels the run used (default: "
                         "0 0.2 0.4, the issue's command)")
+    parser.add_argument("--conditions", nargs="+", help="the conditions the run used "
+                        "(default: c0 c3 c4; c5 fine-tunes the embedder between rounds)")
     args = parser.parse_args()
     if args.noise:
         start = ARGS.index("--noise") + 1
         end = ARGS.index("--conditions")
         ARGS[start:end] = args.noise
+    if args.conditions:
+        start = ARGS.index("--conditions") + 1
+        end = ARGS.index("--replicates")
+        ARGS[start:end] = args.conditions
     if args.wall_s is None:
         run = _run(args.results_dir)
     else:

@@ -729,7 +729,8 @@ def _noise_study(path: Path | None = None) -> list[str]:
            f"commit {r.get('commit')}, {r.get('cores')} cores.", "",
            f"`{r['command']}`: wall **{r['wall_s'] / 60:.1f} min** ({r['wall_s']:.0f} s), "
            f"end to end (its own temporary Prefect server, {len(r.get('levels') or {}) or 3} "
-           f"levels x 3 conditions x 3 replicates x 4 rounds, each level's analysis and the "
+           f"levels x {_conditions(r)} conditions x 3 replicates x 4 rounds, each level's "
+           f"analysis and the "
            f"study's). Load average "
            f"(1 min) {_n(r.get('load_start'), '', 1)} at the start, "
            f"{_n(r.get('load_end'), '', 1)} at the end, {_n(r.get('load_mean'), '', 1)} on "
@@ -747,6 +748,16 @@ def _noise_study(path: Path | None = None) -> list[str]:
                             if v.get("lo") is not None else f"{v['mean']:+.2f} (n too small)")
             out.append(f"| {float(lvl):g} | {key} | " + " | ".join(vals) + " |")
     return out
+
+
+def _conditions(r: dict) -> int:
+    """How many conditions the recorded noise study ran (its command's --conditions)."""
+    words = str(r.get("command", "")).split()
+    if "--conditions" not in words:
+        return 3
+    rest = words[words.index("--conditions") + 1:]
+    return len([w for w in rest[:next((i for i, w in enumerate(rest) if w.startswith("--")),
+                                      len(rest))]]) or 3
 
 
 def _cols(r: dict) -> list[str]:
