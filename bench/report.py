@@ -874,7 +874,7 @@ def _metatool(part: dict) -> list[str]:
             f"{base.get('hit@5', 0):.3f} | {base.get('mrr', 0):.3f} |",
             f"| BM25 over name + description (bench/metatool.py) | {bm['hit@1']:.3f} | "
             f"{bm['hit@5']:.3f} | {bm['mrr']:.3f} |"]
-    for cond in ("c3", "c4"):
+    for cond in ("c3", "c4", "c5"):
         if cond in last:
             r = last[cond]
             out.append(f"| learned router {cond.upper()} after {rounds - 1} learning round(s) "

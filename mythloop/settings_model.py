@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     """C5: passes over the trusted pairs per fine-tune."""
     c5_batch_size: int = Field(32, ge=2, le=512, validation_alias=_env("C5_BATCH_SIZE"))
     """C5: pairs per step (each batch's other skills are the in-batch negatives)."""
-    c5_learning_rate: float = Field(2e-5, gt=0.0, le=1e-2, validation_alias=_env("C5_LEARNING_RATE"))
+    c5_learning_rate: float = Field(5e-5, gt=0.0, le=1e-2, validation_alias=_env("C5_LEARNING_RATE"))
     """C5: AdamW learning rate."""
     c5_max_seq_length: int = Field(64, ge=8, le=512, validation_alias=_env("C5_MAX_SEQ_LENGTH"))
     """C5: tokens per text while training (prompts and name + description fit in 64)."""

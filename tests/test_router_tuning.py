@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -267,3 +269,38 @@ def test_models_promote_refuses_bad_input_in_one_line(tmp_path):
     unknown = _cli("models", "promote", "--store", str(store), "--held-out", str(bad))
     assert unknown.exit_code == 2 and unknown.stderr.count("\n") == 1
     assert "no-such-skill" in unknown.stderr
+
+
+_HEAP_PROBE = """
+import ctypes, sys
+from mythloop.router.tuning import bound_heap
+if sys.argv[1] == "bounded" and not bound_heap():
+    sys.exit("bound_heap did not take")
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+size = 3 << 20
+libc.free(libc.malloc(5 << 20))  # a freed mmap'd block: glibc raises its threshold above it
+blocks = [libc.malloc(size) for _ in range(120)]
+for block in blocks:
+    ctypes.memset(block, 1, size)
+for block in blocks[::2]:  # what a training step leaves: holes between live tensors
+    libc.free(block)
+with open("/proc/self/status") as status:
+    print(next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) // 1024)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_bound_heap_gives_freed_tensor_memory_back():
+    """A fine-tune's freed tensors (a few MB each) leave the process with the heap bounded;
+    with glibc's default they stay resident (a fine-tune's peak went 2.4 -> 1.8 GB)."""
+    def rss_mb(mode: str) -> int:
+        proc = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return int(proc.stdout.strip())
+
+    default, bounded = rss_mb("default"), rss_mb("bounded")
+    # 60 blocks of 3 MB were freed: resident with the default, given back when bounded
+    assert default - bounded > 120, (default, bounded)
