@@ -341,3 +341,21 @@ def test_results_page_states_each_film_mode_its_cpu_and_its_breakdown():
     assert "| 1.30x (52.0 s vs 40.0 s) | **NOT met** |" in page
     assert "| before the flow: CLI start-up, server start or connect | 4.50 | 2.00 |" in page
     assert "| renders' overlap (summed renders / scene phase) | 1.80x | n/a |" in page
+
+
+def test_c5_variants_reads_its_settings_and_refuses_bad_ones_in_one_line(tmp_path):
+    import c5_variants  # noqa: PLC0415
+
+    assert c5_variants.parse_variant("epochs=2, learning_rate=5e-5") == {
+        "epochs": 2, "learning_rate": 5e-5}
+    for bad in ("seed=3", "epochs", "epochs=two"):
+        proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--pairs",
+                               str(tmp_path / "none.jsonl"), "--variant", bad],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode != 0
+        assert proc.stderr.strip().count("\n") == 0 and "--variant" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--pairs",
+                           str(tmp_path / "none.jsonl")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode != 0 and proc.stderr.strip() == (
+        f"c5_variants: no pairs file at {tmp_path / 'none.jsonl'}")

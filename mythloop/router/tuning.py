@@ -143,7 +143,8 @@ def bound_heap() -> bool:
     measured here (320 pairs, 10 steps), a fine-tune's process held 2.1 GB with the default
     and 0.9 GB with a fixed 64 KiB threshold (peak 2.4 GB against 1.8 GB); the price is fresh
     pages for those tensors, about 40% more time a step (docs/blend.md, "C5").
-    Returns whether the setting took (False off glibc: nothing is changed there).
+    The setting stays for the rest of the process (a sweep's later rounds included).
+    Returns whether it took (False off glibc: nothing is changed there).
     """
     if not _HEAP_BOUNDED:
         ok = False
