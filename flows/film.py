@@ -61,6 +61,7 @@ from mythloop.mythos.scene_policy import (
 )
 from mythloop.mythos.summary import film_summary
 from mythloop.preview import preview_url_for
+from mythloop.procs import STOPPING
 from mythloop.settings import get_settings
 from mythloop_tasks import film as steps
 from mythloop_tasks.common import TaskPool, mythloop_task, say
@@ -227,7 +228,9 @@ class _FilmScenes:
                         future.result()
                     except SceneFailed as exc:
                         failures.append(exc)
-            except BaseException:
+            except BaseException as exc:
+                if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM: the command stops
+                    STOPPING.set()  # (before the scene threads see `stopping` and fail)
                 self.stopping.set()  # scenes under way start no further render or repair
                 raise  # ... and the pool starts no queued scene
         warm = render_pool.current_pool()

@@ -84,7 +84,11 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
 
     state: dict[str, Any] = {"server": None, "interrupted": False, "code": 130}
 
+    own_pid = os.getpid()
+
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
+        if os.getpid() != own_pid:  # a child between fork and exec (see on_interrupt)
+            return
         from mythloop.procs import kill_descendants
 
         if state["server"] is not None:
@@ -93,7 +97,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
         os._exit(state["code"])
 
     def on_interrupt(signum, frame):
-        if state["interrupted"]:
+        # A child started with a preexec_fn runs Python between fork and exec, with these
+        # handlers: a signal there must not raise in it ("Exception ignored in _after_fork").
+        if state["interrupted"] or os.getpid() != own_pid:
             return
         state["interrupted"] = True
         state["code"] = 128 + signum
@@ -121,6 +127,7 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     quieted = None if verbose else _hide_termination_crash_lines()
     if not verbose:
         _add_console_filter(_NoDrainProgress())  # (not removed: the drain runs at exit)
+        _add_console_filter(_QuietAfterStop())
     unexplained = None if verbose or not explained else _add_console_filter(
         _ExplainedFailures(explained))
     try:
@@ -539,6 +546,18 @@ class _NoTerminationCrash:
                 return False
             exc = exc.__cause__ or exc.__context__
         return True
+
+
+class _QuietAfterStop:
+    """Console filter: once a stop is under way (`STOPPING`), nothing more reaches the
+    terminal; the command's one line says it. It covers the records that come before the
+    handler quiets the console: a scene thread that sees the stop while Prefect's SIGTERM
+    bridge still unwinds the flow logs its "stopped" failure at once."""
+
+    def filter(self, record) -> bool:
+        from mythloop.procs import STOPPING
+
+        return not STOPPING.is_set()
 
 
 class _NoDrainProgress:

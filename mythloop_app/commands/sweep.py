@@ -171,6 +171,10 @@ def sweep(
         try:
             result = sweep_flow(config, noise_levels=levels if len(levels) > 1 else None)
         except ValueError as exc:
+            from mythloop.procs import STOPPING
+
+            if STOPPING.is_set():  # Prefect's engine, cut by the Ctrl-C ("Task run is not
+                raise KeyboardInterrupt from None  # set"): the stop's one line says it
             _fail(one_line(exc))
         except SweepFailing as exc:  # the flow run ended Failed; no night was recorded
             typer.echo(f"error: the sweep stopped: {one_line(exc)}; fix that, then rerun the "
