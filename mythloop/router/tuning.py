@@ -23,6 +23,7 @@ model store's atomic save leaves no half-written model behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -132,9 +133,9 @@ class _Batches:
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt(3) parameters (glibc's malloc.h)
-_HEAP_BOUNDED: list[bool] = []
 
 
+@functools.cache
 def bound_heap() -> bool:
     """Serve large allocations from mmap and give freed heap back (glibc only; once per process).
 
@@ -146,19 +147,15 @@ def bound_heap() -> bool:
     The setting stays for the rest of the process (a sweep's later rounds included).
     Returns whether it took (False off glibc: nothing is changed there).
     """
-    if not _HEAP_BOUNDED:
-        ok = False
-        try:
-            import ctypes  # noqa: PLC0415
-            import ctypes.util  # noqa: PLC0415
+    try:
+        import ctypes  # noqa: PLC0415
+        import ctypes.util  # noqa: PLC0415
 
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, 64 << 10)) and bool(
-                libc.mallopt(_M_TRIM_THRESHOLD, 128 << 10))
-        except (OSError, AttributeError):
-            ok = False
-        _HEAP_BOUNDED.append(ok)
-    return _HEAP_BOUNDED[0]
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 64 << 10)) and bool(
+            libc.mallopt(_M_TRIM_THRESHOLD, 128 << 10))
+    except (OSError, AttributeError):
+        return False
 
 
 def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
