@@ -75,7 +75,7 @@ import mythloop
 from mythloop.fileio import write_json_atomic
 from mythloop.llm import LLM_TAG, BackendTimeout, is_retriable
 from mythloop.llm.runner import cli_owner, kill_owned_clis
-from mythloop.procs import STOPPING
+from mythloop.procs import STOPPING, stop_stays_a_stop
 from mythloop.router import get_embedder
 from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
@@ -153,6 +153,18 @@ def condition_run(config: SweepConfig, cond: Condition, replicate: int, results_
     # call and warns about it on every task run.
     turn = learning_turn.with_options(tags=set() if config.simulated else {LLM_TAG})
     done = set(run.completed_rounds())
+    # A Ctrl-C that cuts Prefect's engine starting a task run comes out of it as a ValueError;
+    # it stays the stop it is, so this run is recorded Crashed, not Failed.
+    with stop_stays_a_stop():
+        return _run_rounds(config, run, turn, contract, done, progress_artifact_id,
+                           progress_base, progress_total)
+
+
+def _run_rounds(config: SweepConfig, run: ConditionRun, turn, contract: str, done: set[int],
+                progress_artifact_id: str | None, progress_base: int,
+                progress_total: int) -> dict:
+    """condition_run's rounds: measure, learn, persist, each round once."""
+    cond, replicate = run.cond, run.replicate
     failed_turns = 0
     try:
         for round_idx in range(config.rounds):
@@ -351,7 +363,8 @@ def sweep(config: SweepConfig = SweepConfig(),  # noqa: B008 (pydantic default)
     say(f"[sweep] results -> {results_dir}")
     say(f"[sweep] judge: {judge_label(config)}")
     try:
-        return _run_sweep(config, results_dir)
+        with stop_stays_a_stop():  # (as in condition_run)
+            return _run_sweep(config, results_dir)
     except BaseException:
         if created:  # a sweep that never ran a round leaves no empty results dir behind
             _remove_if_unused(results_dir)

@@ -61,7 +61,7 @@ from mythloop.mythos.scene_policy import (
 )
 from mythloop.mythos.summary import film_summary
 from mythloop.preview import preview_url_for
-from mythloop.procs import STOPPING
+from mythloop.procs import STOPPING, stop_stays_a_stop
 from mythloop.settings import get_settings
 from mythloop_tasks import film as steps
 from mythloop_tasks.common import TaskPool, mythloop_task, say
@@ -106,7 +106,8 @@ def film(request: FilmRequest) -> FilmResult:
         prewarm(request.render_workers or os.cpu_count() or 1)  # manim imports overlap the stages
     progress = _Progress(len(STAGES) + 2 + (1 if request.render else 0), session.run_dir)
     try:
-        result = _make_film(session, request, progress)
+        with stop_stays_a_stop():  # a Ctrl-C that cut Prefect's engine: Crashed, not Failed
+            result = _make_film(session, request, progress)
     except BaseException as exc:
         session.manifest.update(failed={"error": " ".join(str(exc).split())[:2000],
                                         "type": type(exc).__name__},

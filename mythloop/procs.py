@@ -50,6 +50,8 @@ Stopping on request
     STOPPING                     a threading.Event the CLI sets when Ctrl-C or SIGTERM asks
                                  the process to stop: a child that ends now was stopped, not
                                  broken (a render then reports `interrupted`, not a scene error)
+    stop_stays_a_stop()          a context manager: an error raised while handling a Ctrl-C
+                                 or SIGTERM is raised as that stop again
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import psutil
@@ -73,9 +75,40 @@ __all__ = ["free_port", "port_in_use", "port_listening", "http_ok", "wait_http_o
            "wait_until", "die_with_parent", "start_session", "start_process", "pid_alive",
            "tree_pids", "descendant_pids", "marked_pids", "signal_group", "stop_group",
            "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail", "run",
-           "STOPPING"]
+           "STOPPING", "stop_stays_a_stop"]
 
 STOPPING = threading.Event()
+
+
+@contextlib.contextmanager
+def stop_stays_a_stop() -> Iterator[None]:
+    """Re-raise the stop behind an ordinary error that came out of handling it.
+
+    A Ctrl-C that lands while Prefect's engine creates a task run reaches the engine's crash
+    handler before the run exists, and that handler raises `ValueError("Task run is not set")`
+    with the KeyboardInterrupt as its context. A flow body that lets it through is recorded
+    Failed for a bad value; wrapped in this, it raises the KeyboardInterrupt (or the SIGTERM's
+    exception) again, and Prefect records the flow run Crashed, as for any other stop."""
+    try:
+        yield
+    except Exception as exc:
+        stop = _stop_behind(exc)
+        if stop is None:
+            raise
+        raise stop from None  # (not `from exc`: exc's context is the stop, a cycle)
+
+
+def _stop_behind(exc: BaseException) -> BaseException | None:
+    """The first exception that is not an Exception (KeyboardInterrupt, SystemExit, Prefect's
+    TerminationSignal) in exc's chain of causes and contexts, else None."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if not isinstance(link, Exception):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
 
 
 # --- ports and health -------------------------------------------------------------------------

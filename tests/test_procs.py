@@ -234,3 +234,59 @@ def test_run_timeout_kills_the_whole_group(tmp_path):
         procs.run([sys.executable, "-c", script], timeout=5)
     assert pid_file.exists(), "the grandchild never started: raise the timeout"
     assert _wait_dead(int(pid_file.read_text()))
+
+
+def _flow_cut_while_starting_a_task(monkeypatch, wrapped: bool):
+    """A flow whose task run start is cut by a Ctrl-C inside Prefect's engine (as a signal
+    that lands during the task run's creation is); returns (what the flow raised, its run's
+    state type)."""
+    import prefect.task_engine
+    from prefect import flow, get_client, task
+
+    @task
+    def step() -> int:
+        return 1
+
+    def cut(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    @flow
+    def cut_flow() -> int:
+        from prefect.runtime import flow_run
+        seen.append(flow_run.id)
+        monkeypatch.setattr(prefect.task_engine, "_create_task_run_locally", cut)
+        if wrapped:
+            with procs.stop_stays_a_stop():
+                return step()
+        return step()
+
+    seen: list = []
+    with pytest.raises(BaseException) as raised:
+        cut_flow()
+    monkeypatch.undo()
+    with get_client(sync_client=True) as client:
+        return raised.value, client.read_flow_run(seen[0]).state_type.value
+
+
+def test_a_ctrl_c_that_cuts_prefects_engine_stays_a_stop(prefect_harness, monkeypatch):
+    # Prefect's engine turns it into ValueError("Task run is not set"): a Failed run ...
+    raised, state = _flow_cut_while_starting_a_task(monkeypatch, wrapped=False)
+    assert isinstance(raised, ValueError) and state == "FAILED", (raised, state)
+    # ... which stop_stays_a_stop raises as the KeyboardInterrupt it was: a Crashed run.
+    raised, state = _flow_cut_while_starting_a_task(monkeypatch, wrapped=True)
+    assert type(raised) is KeyboardInterrupt and state == "CRASHED", (raised, state)
+
+
+def test_stop_stays_a_stop_lets_ordinary_errors_through():
+    with pytest.raises(ValueError, match="bad"), procs.stop_stays_a_stop():
+        raise ValueError("bad")
+    with pytest.raises(RuntimeError), procs.stop_stays_a_stop():
+        try:
+            raise ValueError("first")
+        except ValueError:
+            raise RuntimeError("second") from None  # noqa: B904
+    with pytest.raises(SystemExit), procs.stop_stays_a_stop():
+        try:
+            raise SystemExit(143)
+        except SystemExit:
+            raise OSError("cleanup failed")  # noqa: B904
