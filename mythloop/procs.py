@@ -100,11 +100,12 @@ def stop_stays_a_stop() -> Iterator[None]:
 
 def _stop_behind(exc: BaseException) -> BaseException | None:
     """The first exception that is not an Exception (KeyboardInterrupt, SystemExit, Prefect's
-    TerminationSignal) in exc's chain of causes and contexts, else None."""
+    TerminationSignal) in exc's chain of causes and contexts, else None. A GeneratorExit is
+    a generator being closed, not a stop."""
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:
-        if not isinstance(link, Exception):
+        if not isinstance(link, (Exception, GeneratorExit)):
             return link
         seen.add(id(link))
         link = link.__cause__ or link.__context__

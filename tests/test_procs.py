@@ -290,3 +290,8 @@ def test_stop_stays_a_stop_lets_ordinary_errors_through():
             raise SystemExit(143)
         except SystemExit:
             raise OSError("cleanup failed")  # noqa: B904
+    with pytest.raises(RuntimeError), procs.stop_stays_a_stop():
+        try:
+            raise GeneratorExit
+        except GeneratorExit:
+            raise RuntimeError("generator ignored GeneratorExit")  # noqa: B904
