@@ -8,6 +8,10 @@
   the sandbox, and are stitched with ffmpeg's concat demuxer.
 - Plain: `python -m manim -ql mythos_scene.py -a` of the film's final single file (the same
   header and scene classes, already repaired), from a fresh temporary directory, one process.
+- Reference: in each pair, plain manim again with `--disable_caching`, as the film's renders
+  run (a fresh media dir per render: manim's cache of partial movies cannot hit, so they skip
+  hashing every play). The goal is against plain manim as a user runs it; this says how much
+  of the film's lead is that flag.
 - Film and plain alternate. Before each run the benchmark waits (up to --quiet-wait seconds)
   for the 1-minute load average to fall below --quiet-load (half the cores); the ratio is
   the median over the pairs that started quiet, and the output says when none did.
@@ -111,11 +115,12 @@ def _film(runs_dir: Path, clock: _RenderClock, prompt: str, render: bool = True,
 
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
-                meter: CpuMeter | None = None) -> dict:
-    """`python -m manim -ql` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp dir."""
+                meter: CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
+    """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp
+    dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = run_child([sys.executable, "-m", "manim", "-ql",
+        result = run_child([sys.executable, "-m", "manim", "-ql", *extra,
                             "scene.py", scene], cwd=Path(tmp), env=dict(os.environ),
                            timeout=900, log=workdir / "plain-manim.log", meter=meter)
         if result["returncode"] != 0:
@@ -456,16 +461,19 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
-                quiet_wait_s: float, say) -> dict:
+                quiet_wait_s: float, say, uncached: bool = True) -> dict:
     """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
-    machine; CPU of each run's whole process tree (the server's share too, when one is up)."""
+    machine; CPU of each run's whole process tree (the server's share too, when one is up).
+    UNCACHED: each pair also runs plain manim with --disable_caching, as the film's renders
+    do (a reference beside the goal's plain manim, which runs with manim's defaults)."""
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
-    films, plains = [], []
+    films, plains, uncached_runs = [], [], []
+    kinds = ("film", "plain", "plain_uncached") if uncached else ("film", "plain")
     try:
         for i in range(repeats):
-            for kind in ("film", "plain"):
+            for kind in kinds:
                 quiet = wait_for_quiet(quiet_load, quiet_wait_s)
                 say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
                     f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
@@ -484,9 +492,10 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                         films.append(run)
                     else:
                         scene_file = Path(films[-1]["manifest"]["scene_file"])
-                        run = plain_manim(scene_file, "-a", workdir, meter)
+                        extra = ("--disable_caching",) if kind == "plain_uncached" else ()
+                        run = plain_manim(scene_file, "-a", workdir, meter, extra)
                         run["quiet"] = quiet
-                        plains.append(run)
+                        (uncached_runs if extra else plains).append(run)
                 finally:
                     meter.close()
         floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s, say)
@@ -500,6 +509,20 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     plain_s = [p["wall_s"] for _, p in used]
     film_cpu = [f["cpu_s"] + (f.get("server_cpu_s") or 0.0) for f, _ in used]
     plain_cpu = [p["cpu_s"] for _, p in used]
+    # the reference: the same pairs' plain manim with --disable_caching (when it ran quiet)
+    triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
+               if (not quiet_pairs or f["quiet"]["quiet"] and p["quiet"]["quiet"])
+               and (u["quiet"]["quiet"] or not quiet_pairs)]
+    film_u = [f["wall_s"] for f, _ in triples]
+    film_u_cpu = [f["cpu_s"] + (f.get("server_cpu_s") or 0.0) for f, _ in triples]
+    uncached_s = [u["wall_s"] for _, u in triples]
+    uncached_cpu = [u["cpu_s"] for _, u in triples]
+    reference = {
+        "pairs": len(triples), "loads": [u["quiet"]["load1"] for u in uncached_runs],
+        "plain_uncached_s": stats(uncached_s), "plain_uncached_cpu_s": stats(uncached_cpu),
+        "film_over_plain_uncached": ratio_stats(film_u, uncached_s),
+        "cpu_over_plain_uncached": ratio_stats(film_u_cpu, uncached_cpu),
+    } if triples else None
     return {
         "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
         "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
@@ -516,6 +539,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
         "render_cpu": _render_cpu([f for f, _ in used]),
         "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
                                 statistics.median(film_cpu) if film_cpu else None),
+        "uncached_reference": reference,
         "breakdowns": [f["breakdown"] for f in films],
         "films": films, "plains": plains,
     }
@@ -592,7 +616,7 @@ def _median_breakdown(breakdowns: list[dict]) -> dict:
 def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
         workdir: Path | None = None, modes: tuple[str, ...] = MODES,
         quiet_load: float | None = None, quiet_wait_s: float = 300.0,
-        probe: bool = True, say=None) -> dict:
+        probe: bool = True, uncached: bool = True, say=None) -> dict:
     """All film figures as a dict (for `bench/run_all.py`).
 
     Each mode: REPEATS pairs of `mythloop film ... --fresh` and plain manim of its final
@@ -615,7 +639,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-film-")))
         for mode in modes:
             results[mode] = _mode_pairs(mode, repeats, prompt, workdir, quiet_load,
-                                        quiet_wait_s, say)
+                                        quiet_wait_s, say, uncached=uncached)
         first = results[modes[0]]
         last_film = first["films"][-1]
         split = None
@@ -696,6 +720,14 @@ def summary(result: dict) -> str:
             f" {r['cpu_over_plain']['median']:.2f}x (target {result['target_cpu_ratio']});"
             f" from {r['ratio_from']} ({r['quiet_pairs']}/{r['pairs']} quiet; loads "
             f"{r['loads']})")
+        u = r.get("uncached_reference")
+        if u:
+            lines.append(
+                f"  reference, plain manim --disable_caching (as the film's renders run): "
+                f"{u['plain_uncached_s']['median']:.1f} s, film / that "
+                f"{u['film_over_plain_uncached']['median']:.2f}x; CPU "
+                f"{u['plain_uncached_cpu_s']['median']:.1f} s, "
+                f"{u['cpu_over_plain_uncached']['median']:.2f}x ({u['pairs']} pairs)")
         f = r.get("floor") or {}
         if f.get("least_cpu_ratio") is not None:
             lines.append(
@@ -732,6 +764,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the final scenes rendered one at a time with and without "
                              "the layout probe (the split of the renders' extra CPU)")
+    parser.add_argument("--no-uncached", action="store_true",
+                        help="skip the reference run in each pair: plain manim with "
+                             "--disable_caching, as the film's renders run")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--quiet-load", type=float, default=None)
     parser.add_argument("--quiet-wait", type=float, default=300.0)
@@ -743,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     with run_alone("bench-film-state-"):
         result = run(args.repeats, not args.no_rerun, args.prompt, modes=tuple(args.modes),
                      quiet_load=args.quiet_load, quiet_wait_s=args.quiet_wait,
-                     probe=not args.no_probe)
+                     probe=not args.no_probe, uncached=not args.no_uncached)
     emit(result, args.json)
     print(summary(result), file=sys.stderr)
     return 0

@@ -267,6 +267,22 @@ def _film_modes(f: dict) -> list[str]:
                    f"{_s(m['film_over_plain'], 'x')} | {_s(m['film_cpu_s'])} | "
                    f"{_s(m['plain_cpu_s'])} | {_s(m['cpu_over_plain'], 'x')} | "
                    f"{m['quiet_pairs']}/{m['pairs']} ({m['loads']}) |")
+    refs = {m: r["uncached_reference"] for m, r in f["modes"].items()
+            if r.get("uncached_reference")}
+    if refs:
+        out += ["", "For reference, in the same pairs: plain manim with `--disable_caching`, as "
+                    "the film's renders run it (each render has a fresh media dir, so manim's "
+                    "cache of partial movies could never hit; without it manim skips hashing "
+                    "every play). The goal is against plain manim as a user runs it, with its "
+                    "defaults; this row says how much of the film's lead that flag is.", "",
+                "| mode | plain --disable_caching | film / that | its CPU | CPU ratio | "
+                "pairs (load at its start) |", "|---|---|---|---|---|---|"]
+        for mode, u in refs.items():
+            out.append(f"| {_MODE[mode]} | {_s(u['plain_uncached_s'])} | "
+                       f"{_s(u['film_over_plain_uncached'], 'x')} | "
+                       f"{_s(u['plain_uncached_cpu_s'])} | "
+                       f"{_s(u['cpu_over_plain_uncached'], 'x')} | {u['pairs']} "
+                       f"({u['loads']}) |")
     modes = list(f["modes"])
     out += ["", "Where the film's wall went (medians over each mode's films, seconds; from "
                 "the film's Prefect flow and task runs):", "",

@@ -122,15 +122,19 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                        f"{_resume_text(resume)}", err=True)
 
     previous = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS}
-    if not verbose:
-        import prefect.main  # noqa: F401  (sets up Prefect's logging, so its console handlers exist)
-    quieted = None if verbose else _hide_termination_crash_lines()
-    if not verbose:
-        _add_console_filter(_NoDrainProgress())  # (not removed: the drain runs at exit)
-        _add_console_filter(_QuietAfterStop())
-    unexplained = None if verbose or not explained else _add_console_filter(
-        _ExplainedFailures(explained))
+    quieted = unexplained = None
     try:
+        if _server_may_be_needed():  # started before Prefect is imported: the two overlap
+            state["server"] = _temporary_server()
+            state["server"].launch()
+        if not verbose:
+            import prefect.main  # noqa: F401  (sets up Prefect's logging: its console handlers)
+        quieted = None if verbose else _hide_termination_crash_lines()
+        if not verbose:
+            _add_console_filter(_NoDrainProgress())  # (not removed: the drain runs at exit)
+            _add_console_filter(_QuietAfterStop())
+        unexplained = None if verbose or not explained else _add_console_filter(
+            _ExplainedFailures(explained))
         with contextlib.ExitStack() as stack:
             try:
                 from prefect.settings import PREFECT_API_URL
@@ -139,6 +143,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
                     before_server()
                 if not PREFECT_API_URL.value():  # (a test harness sets it in settings only)
                     _start_temporary_server(stack, state)
+                elif state["server"] is not None:  # Prefect's settings name a server after all
+                    state["server"].stop(grace=0.0)
+                    state["server"] = None
                 watch = _ServerWatch(state, verbose=verbose,
                                      resume=None if stopped else (lambda: _resume_text(resume)))
                 stack.callback(watch.stop)  # runs before the server is drained and stopped
@@ -185,6 +192,8 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
             quieted()
         if unexplained is not None:
             unexplained()
+        if not state["interrupted"] and state["server"] is not None:
+            state["server"].stop(grace=2.0)  # a no-op when it is stopped already
         if state["interrupted"]:
             say_interrupted()  # if Ctrl-C came while the server was being drained
             if state["server"] is not None:
@@ -659,15 +668,34 @@ def stop_signals(resume: str) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:
-    """Start the temporary server and point this process (and its children) at it."""
-    import typer
+def _server_may_be_needed() -> bool:
+    """Whether this command may need a temporary server: no PREFECT_API_URL in the
+    environment and, when Prefect's settings are loaded already (a test harness sets the URL
+    there only), none in them. Before Prefect is imported a profile might still name one: the
+    server then starts on the chance, and stops once the settings say so."""
+    if os.environ.get("PREFECT_API_URL"):
+        return False
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import PREFECT_API_URL
 
+        return not PREFECT_API_URL.value()
+    return True
+
+
+def _temporary_server():
     from mythloop.settings import get_settings
     from mythloop_app.commands.tempserver import TemporaryServer
 
     home = os.environ.get("PREFECT_HOME")
-    server = TemporaryServer(prefect_home=Path(home) if home else get_settings().prefect_home)
+    return TemporaryServer(prefect_home=Path(home) if home else get_settings().prefect_home)
+
+
+def _start_temporary_server(stack: contextlib.ExitStack, state: dict) -> None:
+    """Start the temporary server (or wait for the one launched early) and point this process
+    (and its children) at it."""
+    import typer
+
+    server = state["server"] or _temporary_server()
     state["server"] = server  # known to the Ctrl-C path from here on
     timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
     stack.callback(lambda: _stop_temporary_server(server, state["interrupted"]))

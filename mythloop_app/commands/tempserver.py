@@ -17,6 +17,7 @@ Its database is the one under PREFECT_HOME (`.mythloop/prefect/prefect.db`), the
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -54,10 +55,13 @@ class TemporaryServer:
         return self.proc.pid if self.proc is not None else None  # a session leader
 
     def _argv(self) -> list[str]:
-        import prefect
-
+        # where Prefect is installed, without importing it (the server may start first)
+        spec = importlib.util.find_spec("prefect")
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            raise RuntimeError("Prefect is not installed in this environment")
         return [sys.executable, "-m", "uvicorn",
-                "--app-dir", str(Path(prefect.__file__).resolve().parent.parent),
+                "--app-dir", str(Path(origin).resolve().parent.parent),
                 "--factory", "prefect.server.api.server:create_app",
                 "--host", "127.0.0.1", "--port", str(self.port),
                 "--log-level", "error", "--lifespan", "on"]
@@ -68,14 +72,22 @@ class TemporaryServer:
                     "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"})
         return env
 
-    def start(self, timeout: float) -> None:
-        """Start the server and wait until its API answers; RuntimeError when it does not."""
+    def launch(self) -> None:
+        """Start the server's process and return at once (`start` waits for its API). The
+        server's start (2-4 s, most of it importing Prefect's server) then overlaps what the
+        command does meanwhile; its environment is this process's at this moment."""
         self.prefect_home.mkdir(parents=True, exist_ok=True)
+        self.port = procs.free_port()
+        self.proc = procs.start_process(self._argv(), env=self._env(), log_path=self.log_path)
+
+    def start(self, timeout: float) -> None:
+        """Start the server (unless `launch` did) and wait until its API answers;
+        RuntimeError when it does not."""
         deadline = time.monotonic() + timeout
-        for _ in range(5):
-            self.port = procs.free_port()
-            self.proc = procs.start_process(self._argv(), env=self._env(),
-                                            log_path=self.log_path)
+        for attempt in range(5):
+            if attempt or self.proc is None:
+                self.launch()
+            assert self.proc is not None  # (launched above)
             if procs.wait_http_ok(f"{self.api_url}/health", proc=self.proc, interval=0.1,
                                   timeout=max(0.0, deadline - time.monotonic())):
                 return

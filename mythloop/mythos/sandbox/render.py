@@ -655,8 +655,11 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         (stage / sub).mkdir(exist_ok=True)
         if drop:
             _own_tree(stage / sub, uid, gid)
+    # --disable_caching: every render has a fresh media dir, so manim's cache of partial movies
+    # (a hash of every play's mobjects, a third of plain manim's CPU on the recorded film) can
+    # never hit here; the partial movies are not copied out either (_SKIP_MEDIA)
     manim_argv = ["render", "-q", quality, "--media_dir", "media", "--progress_bar", "none",
-                  "--silent", name, *scenes]
+                  "--disable_caching", "--silent", name, *scenes]
     token = uuid.uuid4().hex
     if hooked:
         worker_src = (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")
