@@ -95,3 +95,28 @@ def test_a_profile_that_names_a_server_gets_the_runs_and_no_temporary_server_is_
     assert run.name == "film-the-heat-equation" and run.state and run.state.is_completed()
     assert not (home / "prefect.db").exists() or _film_runs(home / "prefect.db") == []
     assert _processes_of(state) == []
+
+
+def test_a_stopped_server_is_not_signalled_again(tmp_path, monkeypatch):
+    """The command stops its server at the end and again in its last cleanup: the second
+    call must send nothing, as the server's process group number may name another group by
+    then."""
+    from mythloop import procs
+    from mythloop_app.commands.tempserver import TemporaryServer
+
+    server = TemporaryServer(prefect_home=tmp_path / "prefect")
+    server.proc = procs.start_process([sys.executable, "-c", "import time; time.sleep(60)"],
+                                      env=dict(os.environ), log_path=tmp_path / "sleep.log")
+    sent: list[tuple[int, int]] = []
+    real = procs.signal_group
+
+    def counting(pgid: int, sig: int) -> bool:
+        sent.append((pgid, sig))
+        return real(pgid, sig)
+
+    monkeypatch.setattr(procs, "signal_group", counting)
+    server.stop(grace=5.0)
+    assert server.proc.poll() is not None and sent, "the first stop signals the group"
+    first = len(sent)
+    server.stop(grace=5.0)
+    assert len(sent) == first

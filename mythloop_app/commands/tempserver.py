@@ -41,6 +41,7 @@ class TemporaryServer:
         self.prefect_home = prefect_home
         self.log_path = prefect_home / "server.log"
         self.proc: subprocess.Popen | None = None
+        self._stopped = False
         self.port: int | None = None
         # Task runs of flow runs started after this moment are ours (the database may
         # hold older runs).
@@ -79,6 +80,7 @@ class TemporaryServer:
         self.prefect_home.mkdir(parents=True, exist_ok=True)
         self.port = procs.free_port()
         self.proc = procs.start_process(self._argv(), env=self._env(), log_path=self.log_path)
+        self._stopped = False
 
     def start(self, timeout: float) -> None:
         """Start the server (unless `launch` did) and wait until its API answers;
@@ -135,6 +137,9 @@ class TemporaryServer:
         return False
 
     def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM the server's process group, SIGKILL what is left after `grace` seconds."""
-        if self.proc is not None:
+        """SIGTERM the server's process group, SIGKILL what is left after `grace` seconds.
+        Once stopped, again is a no-op (no signal to a process group its number may name by
+        now)."""
+        if self.proc is not None and not self._stopped:
             procs.stop_process(self.proc, first=signal.SIGTERM, grace=grace)
+            self._stopped = True
