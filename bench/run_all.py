@@ -60,7 +60,7 @@ QUICK = {
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
     "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0, "latency_delay_s": 0.5},
     "film": {"repeats": 1, "rerun": False, "modes": ("temporary_server",), "probe": False,
-             "quiet_wait_s": 0.0},
+             "uncached": False, "quiet_wait_s": 0.0},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
     "metatool": {"rounds": 1, "conditions": ["c0"], "plot": False},
     "bad_input": {"repeats": 1},
