@@ -19,32 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_interrupts import EXE, _env, _processes_of
 
 pytestmark = pytest.mark.slow
 
-EXE = str(Path(sys.executable).with_name("mythloop"))
 FILM = ["film", "the heat equation", "--backend", "replay", "-q", "l", "--fresh"]
-
-
-def _env(state: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
-    env.update({"MYTHLOOP_STATE_DIR": str(state), "PREFECT_HOME": str(state / "prefect")})
-    return env
-
-
-def _processes_of(state: Path) -> list[str]:
-    """Live processes whose environment names this state folder."""
-    marker = f"MYTHLOOP_STATE_DIR={state}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError, IndexError):
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:160])
-    return found
 
 
 def _film_runs(db: Path) -> list[str]:
