@@ -93,6 +93,32 @@ def test_hold_last_frame_lengthens_a_scene(tmp_path):
 
 
 @needs_ffmpeg
+def test_probe_runs_ffprobe_once_per_version_of_a_file(tmp_path, monkeypatch):
+    from mythloop.mythos.media import avmux
+
+    calls = []
+    real_run = avmux.procs.run
+    monkeypatch.setattr(avmux.procs, "run", lambda argv, **kw: calls.append(argv) or
+                        real_run(argv, **kw))
+    clip = _clip(tmp_path / "s.mp4", 1.0)
+    first = probe(clip)
+    first["format"]["duration"] = "99"  # a caller changing its answer changes nobody else's
+    assert duration_of(clip) == pytest.approx(1.0, abs=0.1)
+    assert duration_of(tmp_path / "." / "s.mp4", "video") == pytest.approx(1.0, abs=0.1)
+    assert len(calls) == 1
+    # the file replaced as every step here does (a new file renamed over it): asked afresh
+    _clip(tmp_path / "t.mp4", 2.0, "red").replace(clip)
+    assert duration_of(clip) == pytest.approx(2.0, abs=0.1)
+    assert len(calls) == 2
+    # a file ffprobe cannot read is an error every time, never remembered
+    (tmp_path / "bad.mp4").write_bytes(b"not a video")
+    for _ in range(2):
+        with pytest.raises(avmux.MuxError, match="ffprobe cannot read"):
+            probe(tmp_path / "bad.mp4")
+    assert len(calls) == 4
+
+
+@needs_ffmpeg
 @needs_espeak
 def test_voice_and_soft_subtitles_make_one_stream_each(tmp_path):
     video = _clip(tmp_path / "film_video.mp4", 5.0)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,16 +53,50 @@ def _produce(args: list[str], out: Path, *, cwd: Path | None = None) -> Path:
     return out
 
 
+_PROBED: OrderedDict[tuple, str] = OrderedDict()  # file identity -> ffprobe's JSON text
+_PROBED_MAX = 256
+_PROBED_LOCK = threading.Lock()
+
+
+def _identity(path: Path | str) -> tuple | None:
+    """What names one version of a file: its real path, device, inode, size and change time
+    (every step here writes a new file and renames it into place: a new inode)."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def probe(path: Path | str) -> dict:
-    """ffprobe's JSON: {"streams": [...], "format": {...}}."""
-    exe = shutil.which("ffprobe")
-    if not exe:
-        raise MuxError("ffprobe not found; fix: apt-get install ffmpeg (make setup installs it)")
-    proc = procs.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
-                      str(path)], timeout=60)
-    if proc.returncode != 0:
-        raise MuxError(f"ffprobe cannot read {path}: {proc.stderr.strip()[:200]}")
-    return json.loads(proc.stdout)
+    """ffprobe's JSON: {"streams": [...], "format": {...}}.
+
+    Remembered per version of the file (`_identity`) for the life of the process: a film
+    asks about each scene when it is rendered, again when it is stitched and again for its
+    subtitles, and each ffprobe costs about 0.07 s of CPU."""
+    key = _identity(path)
+    text = None
+    if key is not None:
+        with _PROBED_LOCK:
+            text = _PROBED.get(key)
+            if text is not None:
+                _PROBED.move_to_end(key)
+    if text is None:
+        exe = shutil.which("ffprobe")
+        if not exe:
+            raise MuxError("ffprobe not found; fix: apt-get install ffmpeg (make setup installs it)")
+        proc = procs.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
+                          str(path)], timeout=60)
+        if proc.returncode != 0:
+            raise MuxError(f"ffprobe cannot read {path}: {proc.stderr.strip()[:200]}")
+        text = proc.stdout
+        if key is not None and key == _identity(path):  # unchanged while it was read
+            with _PROBED_LOCK:
+                _PROBED[key] = text
+                while len(_PROBED) > _PROBED_MAX:
+                    _PROBED.popitem(last=False)
+    return json.loads(text)  # a fresh dict each time: callers may change theirs
 
 
 def duration_of(path: Path | str, kind: str | None = None) -> float:

@@ -186,8 +186,9 @@ def install(out_path: str) -> None:
                   "probe_version": PROBE_VERSION, "sample_s": SAMPLE_S,
                   "snapshots": snapshots}
         tmp = f"{out_path}.tmp"
+        text = json.dumps(record)  # in one piece: json.dump to a file encodes in pure Python
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(record, handle)
+            handle.write(text)
         os.replace(tmp, out_path)
         return original_tear_down(self)
 
