@@ -563,8 +563,9 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
     its whole tree): the same film without --render (the CLI, Prefect, the server's share, the
     stages, codegen and verify: the DAG without its renders), and one `import manim` (what
-    each warm worker beyond the first pays)."""
-    orchestration, imports = [], []
+    each warm worker beyond the first pays); with no server up, also one import of Prefect's
+    server module (most of what the temporary server's start costs, in a process of its own)."""
+    orchestration, imports, server_imports = [], [], []
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
         say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
@@ -583,7 +584,17 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
             imports.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]})
         finally:
             meter.close()
-    return {"no_render_film": orchestration, "import_manim": imports}
+        if server is None:
+            wait_for_quiet(quiet_load, quiet_wait_s)
+            meter = CpuMeter("import-prefect-server")
+            try:
+                run = run_child([sys.executable, "-c", "import prefect.server.api.server"],
+                                env=bench_env(state), timeout=300, meter=meter)
+                server_imports.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]})
+            finally:
+                meter.close()
+    return {"no_render_film": orchestration, "import_manim": imports,
+            "import_prefect_server": server_imports}
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
@@ -594,6 +605,9 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
     manim = stats([r["cpu_s"] for r in floor["import_manim"]])
     out = {"no_render_film_cpu_s": no_render, "import_manim_cpu_s": manim,
            "no_render_film_s": stats([r["wall_s"] for r in floor["no_render_film"]])}
+    if floor.get("import_prefect_server"):
+        out["import_prefect_server_cpu_s"] = stats(
+            [r["cpu_s"] for r in floor["import_prefect_server"]])
     if plain_cpu and no_render["median"] is not None and manim["median"] is not None:
         least = plain_cpu + no_render["median"] + manim["median"]
         out["least_film_cpu_s"] = round(least, 2)
@@ -736,6 +750,10 @@ def summary(result: dict) -> str:
                 f"that cost what plain manim's do, the film's CPU would be "
                 f"{f['least_film_cpu_s']:.1f} s = {f['least_cpu_ratio']:.2f}x plain; the "
                 f"renders' extra beyond that: {f.get('render_side_extra_cpu_s')} s")
+        if f.get("import_prefect_server_cpu_s"):
+            lines.append(
+                f"  of the film without --render: importing Prefect's server alone (the "
+                f"temporary server's start) {f['import_prefect_server_cpu_s']['median']:.1f} s CPU")
         b = result["breakdown_median"][mode]
         lines.append("  breakdown (medians, s): " + ", ".join(
             f"{k.removesuffix('_s')} {v:.2f}" for k, v in b.items() if v is not None))

@@ -308,6 +308,9 @@ def _film_modes(f: dict) -> list[str]:
         rows = (("the film without --render, CPU", lambda r: _s(r["no_render_film_cpu_s"])),
                 ("the film without --render, wall", lambda r: _s(r["no_render_film_s"])),
                 ("one import manim, CPU", lambda r: _s(r["import_manim_cpu_s"])),
+                ("of the film without --render: importing Prefect's server alone, CPU",
+                 lambda r: _s(r["import_prefect_server_cpu_s"])
+                 if r.get("import_prefect_server_cpu_s") else "-"),
                 ("plain + those two (the least film CPU)",
                  lambda r: f"{r['least_film_cpu_s']:.2f} s"),
                 ("its ratio to plain manim's CPU", lambda r: f"{r['least_cpu_ratio']:.2f}x"),
