@@ -460,6 +460,11 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
+def _film_cpu(film: dict) -> float:
+    """A film run's CPU seconds, with the server's share when a server was up."""
+    return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
+
+
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
                 quiet_wait_s: float, say, uncached: bool = True) -> dict:
     """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
@@ -507,14 +512,14 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     used = quiet_pairs or list(zip(films, plains, strict=True))
     film_s = [f["wall_s"] for f, _ in used]
     plain_s = [p["wall_s"] for _, p in used]
-    film_cpu = [f["cpu_s"] + (f.get("server_cpu_s") or 0.0) for f, _ in used]
+    film_cpu = [_film_cpu(f) for f, _ in used]
     plain_cpu = [p["cpu_s"] for _, p in used]
-    # the reference: the same pairs' plain manim with --disable_caching (when it ran quiet)
+    # the reference: the same pairs' plain manim with --disable_caching (all three quiet,
+    # unless no pair was)
     triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
-               if (not quiet_pairs or f["quiet"]["quiet"] and p["quiet"]["quiet"])
-               and (u["quiet"]["quiet"] or not quiet_pairs)]
+               if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
     film_u = [f["wall_s"] for f, _ in triples]
-    film_u_cpu = [f["cpu_s"] + (f.get("server_cpu_s") or 0.0) for f, _ in triples]
+    film_u_cpu = [_film_cpu(f) for f, _ in triples]
     uncached_s = [u["wall_s"] for _, u in triples]
     uncached_cpu = [u["cpu_s"] for _, u in triples]
     reference = {
@@ -578,23 +583,23 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
         finally:
             meter.close()
         wait_for_quiet(quiet_load, quiet_wait_s)
-        meter = CpuMeter("import-manim")
-        try:
-            run = run_child([sys.executable, "-c", "import manim"], timeout=300, meter=meter)
-            imports.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]})
-        finally:
-            meter.close()
+        imports.append(_import_alone("manim"))
         if server is None:
             wait_for_quiet(quiet_load, quiet_wait_s)
-            meter = CpuMeter("import-prefect-server")
-            try:
-                run = run_child([sys.executable, "-c", "import prefect.server.api.server"],
-                                env=bench_env(state), timeout=300, meter=meter)
-                server_imports.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]})
-            finally:
-                meter.close()
+            server_imports.append(_import_alone("prefect.server.api.server", bench_env(state)))
     return {"no_render_film": orchestration, "import_manim": imports,
             "import_prefect_server": server_imports}
+
+
+def _import_alone(module: str, env: dict[str, str] | None = None) -> dict:
+    """Wall and CPU seconds of `python -c "import MODULE"` in a process of its own."""
+    meter = CpuMeter("import-" + module.replace(".", "-"))
+    try:
+        run = run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
+                        meter=meter)
+        return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
+    finally:
+        meter.close()
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
