@@ -50,12 +50,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterId,
-    FlowRunFilterParentFlowRunId,
-    FlowRunFilterState,
-    FlowRunFilterStateType,
 )
-from prefect.client.schemas.objects import StateType
-from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.events.filters import (
     EventFilter,
@@ -65,7 +60,7 @@ from prefect.events.filters import (
     EventResourceFilter,
 )
 from prefect.exceptions import ObjectNotFound
-from prefect.futures import PrefectConcurrentFuture, PrefectFuture, wait
+from prefect.futures import PrefectFuture, wait
 from prefect.settings import get_current_settings
 from prefect.states import Cancelled, Cancelling, Crashed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -422,37 +417,13 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> SweepOutcome:
             wait(cast("list[PrefectFuture[Any]]", futures))
         except BaseException:
             pool.cancel_queued()  # first: a shard that stops frees a thread for no other
-            _crash_shards_under_way(futures)
+            # The stop reaches this thread, not the shards under way in the runner's: they
+            # are recorded Crashed (as a shard run one by one is); the CLI ends the process.
+            pool.crash_under_way("Execution was aborted by an interrupt signal (the sweep "
+                                 "was stopped).")
             raise
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)
-
-
-def _crash_shards_under_way(futures: list[PrefectConcurrentFuture[Any]]) -> None:
-    """Ctrl-C or SIGTERM reaches the sweep's thread, not the shards under way in the task
-    runner's threads: record them, their subflow runs and what runs inside those Crashed (as
-    a shard run one by one is), rather than leave them Running; the CLI then ends the
-    process."""
-    context = FlowRunContext.get()
-    if context is None or context.flow_run is None or not any(
-            f.wrapped_future.running() for f in futures):
-        return
-    crashed = "Execution was aborted by an interrupt signal (the sweep was stopped)."
-    running = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
-    try:
-        with get_client(sync_client=True) as client:
-            subflows = [run.id for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[context.flow_run.id]),
-                state=running))]
-            inside = [run.id for run in client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[context.flow_run.id, *subflows])), limit=200)
-                if run.state_type == StateType.RUNNING]
-            for task_run_id in inside:
-                client.set_task_run_state(task_run_id, Crashed(message=crashed), force=True)
-            for flow_run_id in subflows:
-                client.set_flow_run_state(flow_run_id, Crashed(message=crashed), force=True)
-    except Exception:  # noqa: BLE001 - the API may be going away too; the stop goes on
-        pass
 
 
 @mythloop_task(name="shard", retries=0)

@@ -178,6 +178,9 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
                       repairs=len(manifest.record.repairs), model_calls=session.model_calls)
 
 
+SCENES_SETTLE_S = 10.0  # on a stop, how long the flow waits for the scenes under way to end
+
+
 class _FilmScenes:
     """Every scene a task run of its own (`scene-03`), a bounded number at once; then stitch.
 
@@ -230,10 +233,19 @@ class _FilmScenes:
                     except SceneFailed as exc:
                         failures.append(exc)
             except BaseException as exc:
-                if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM: the command stops
+                stop = not isinstance(exc, Exception)  # Ctrl-C, SIGTERM: the command stops
+                if stop:
                     STOPPING.set()  # (before the scene threads see `stopping` and fail)
                 self.stopping.set()  # scenes under way start no further render or repair
-                raise  # ... and the pool starts no queued scene
+                pool.cancel_queued()  # ... and the pool starts no queued scene
+                # The stop reaches this thread, not the scenes under way: a render in flight
+                # stops within a second of STOPPING. Their last states are sent before the
+                # command flushes its events and stops its server; a scene that does not end
+                # in time (a model call in flight) is recorded Crashed, not left Running.
+                if stop and not pool.settle(SCENES_SETTLE_S):
+                    pool.crash_under_way("Execution was aborted by an interrupt signal (the "
+                                         "film was stopped).")
+                raise
         warm = render_pool.current_pool()
         if warm is not None:  # where the renders' start-up CPU went (bench/film.py reads it)
             self.session.manifest.update(warm_workers={

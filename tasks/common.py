@@ -10,13 +10,22 @@ that want caching pass an explicit policy).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any, ParamSpec, TypeVar
 
-from prefect import Task, get_run_logger, task
+from prefect import Task, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE, CachePolicy
-from prefect.client.schemas.objects import TaskRun
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterParentFlowRunId,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType, TaskRun
+from prefect.context import FlowRunContext
 from prefect.futures import PrefectConcurrentFuture
-from prefect.states import State
+from prefect.states import Crashed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from mythloop.llm import LLM_TAG, is_retriable
@@ -123,3 +132,43 @@ class TaskPool:
         """Queued runs never start; runs under way go on."""
         for future in self.futures:
             future.wrapped_future.cancel()
+
+    def under_way(self) -> list[PrefectConcurrentFuture[Any]]:
+        return [future for future in self.futures if future.wrapped_future.running()]
+
+    def settle(self, timeout: float) -> bool:
+        """On a stop: wait up to TIMEOUT for the runs under way to end (they see `STOPPING`
+        and stop at their next step), so their final states are sent before the command
+        flushes its events and stops its server. True when none is left running."""
+        running = [future.wrapped_future for future in self.under_way()]
+        if running:
+            futures.wait(running, timeout=timeout)
+        return not self.under_way()
+
+    def crash_under_way(self, message: str) -> None:
+        """Record the runs still under way Crashed, rather than leave them Running when the
+        process ends: every Running task run of this flow run, the Running subflow runs it
+        started (a sweep's shards), and the Running task runs inside those. A stop reaches
+        the flow's thread, not the runs in the runner's threads."""
+        context = FlowRunContext.get()
+        if context is None or context.flow_run is None or not self.under_way():
+            return
+        running = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
+        try:
+            with get_client(sync_client=True) as client:
+                subflows = [run.id for run in client.read_flow_runs(
+                    flow_run_filter=FlowRunFilter(
+                        parent_flow_run_id=FlowRunFilterParentFlowRunId(
+                            any_=[context.flow_run.id]),
+                        state=running))]
+                inside = [run.id for run in client.read_task_runs(
+                    flow_run_filter=FlowRunFilter(
+                        id=FlowRunFilterId(any_=[context.flow_run.id, *subflows])), limit=200)
+                    if run.state_type == StateType.RUNNING]
+                for task_run_id in inside:
+                    client.set_task_run_state(task_run_id, Crashed(message=message), force=True)
+                for flow_run_id in subflows:
+                    client.set_flow_run_state(flow_run_id, Crashed(message=message),
+                                              force=True)
+        except Exception:  # noqa: BLE001 - the API may be going away too; the stop goes on
+            pass
