@@ -105,7 +105,8 @@ class TaskPool:
     shards), with Ctrl-C in mind: when the block ends on an exception (Ctrl-C, SIGTERM, a
     crash), no task run still queued ever starts, and the block does not wait for the runs
     under way (the runner's own exit would: a sandboxed render can take minutes; the CLI ends
-    their child processes, and their steps see the stop)."""
+    their child processes, and their steps see the stop). A flow may wait a bounded time for
+    them (`settle`) and record what is still under way Crashed (`crash_under_way`)."""
 
     def __init__(self, max_workers: int) -> None:
         self.runner: ThreadPoolTaskRunner = ThreadPoolTaskRunner(max_workers=max_workers)
