@@ -416,11 +416,11 @@ def _run_sweep(config: SweepConfig, results_dir: Path) -> SweepOutcome:
         try:
             wait(cast("list[PrefectFuture[Any]]", futures))
         except BaseException:
-            pool.cancel_queued()  # first: a shard that stops frees a thread for no other
-            # The stop reaches this thread, not the shards under way in the runner's: they
-            # are recorded Crashed (as a shard run one by one is); the CLI ends the process.
-            pool.crash_under_way("Execution was aborted by an interrupt signal (the sweep "
-                                 "was stopped).")
+            # The stop reaches this thread, not the shards under way in the runner's: no
+            # queued shard starts, and those under way are recorded Crashed at once (as a
+            # shard run one by one is); the CLI ends the process.
+            pool.stop_under_way("Execution was aborted by an interrupt signal (the sweep "
+                                "was stopped).")
             raise
         shards = [future.result() for future in futures]
     return finish_sweep(config, results_dir, shards)

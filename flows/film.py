@@ -237,14 +237,14 @@ class _FilmScenes:
                 if stop:
                     STOPPING.set()  # (before the scene threads see `stopping` and fail)
                 self.stopping.set()  # scenes under way start no further render or repair
-                pool.cancel_queued()  # ... and the pool starts no queued scene
+                # ... and the pool starts no queued scene (on its exit, or here on a stop).
                 # The stop reaches this thread, not the scenes under way: a render in flight
                 # stops within a second of STOPPING. Their last states are sent before the
                 # command flushes its events and stops its server; a scene that does not end
                 # in time (a model call in flight) is recorded Crashed, not left Running.
-                if stop and not pool.settle(SCENES_SETTLE_S):
-                    pool.crash_under_way("Execution was aborted by an interrupt signal (the "
-                                         "film was stopped).")
+                if stop:
+                    pool.stop_under_way("Execution was aborted by an interrupt signal (the "
+                                        "film was stopped).", wait=SCENES_SETTLE_S)
                 raise
         warm = render_pool.current_pool()
         if warm is not None:  # where the renders' start-up CPU went (bench/film.py reads it)

@@ -141,10 +141,15 @@ class TaskPool:
         """On a stop: wait up to TIMEOUT for the runs under way to end (they see `STOPPING`
         and stop at their next step), so their final states are sent before the command
         flushes its events and stops its server. True when none is left running."""
-        running = [future.wrapped_future for future in self.under_way()]
-        if running:
-            futures.wait(running, timeout=timeout)
+        futures.wait([future.wrapped_future for future in self.under_way()], timeout=timeout)
         return not self.under_way()
+
+    def stop_under_way(self, message: str, wait: float = 0.0) -> None:
+        """On a stop: no queued run starts; the runs under way get up to WAIT seconds to end
+        (`settle`); those still under way then are recorded Crashed (`crash_under_way`)."""
+        self.cancel_queued()  # first: a run that ends frees a thread for no queued one
+        if not self.settle(wait):
+            self.crash_under_way(message)
 
     def crash_under_way(self, message: str) -> None:
         """Record the runs still under way Crashed, rather than leave them Running when the
