@@ -28,7 +28,8 @@ _MISSING_TOOLS = (
 )
 _RESOURCE_PATTERNS = re.compile(
     r"MemoryError|Unable to allocate|Cannot allocate memory|\[Errno 12\]|File too large|"
-    r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory",
+    r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory|"
+    r"No space left on device|\[Errno 28\]",
     re.I,
 )
 _RESOURCE_SIGNALS: dict[int, str] = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
