@@ -196,3 +196,33 @@ def test_a_deeply_nested_message_is_a_bad_request_not_a_dead_thread(tmp_path):
             assert "only the default" in second["error"]
     finally:
         service.close()
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from mythloop.mythos.sandbox import footprint
+assert footprint.ensure_shared(Path(sys.argv[1]))
+print("bound", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+def test_the_shared_staging_base_stays_while_any_process_uses_it(tmp_path):
+    """The last process out detaches the staging base's bind; one that exits earlier never
+    takes it from another process's warm workers."""
+    import subprocess
+    import sys
+
+    base = tmp_path / "render-stage"
+    base.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", _HOLD, str(base)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == "bound"
+    assert footprint.is_mount_point(base, shared=True)
+    assert footprint.ensure_shared(base)  # this process uses it too
+    other.communicate("", timeout=60)  # the first one exits while this one still uses it
+    assert footprint.is_mount_point(base, shared=True)
+    footprint._release_shared(os.path.realpath(base))  # what this process does at exit
+    assert not footprint.is_mount_point(base)

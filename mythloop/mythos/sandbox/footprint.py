@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import re
 import signal
@@ -103,13 +104,18 @@ def mount_stage_fs(stage: Path, size_bytes: int, inodes: int) -> bool:
 
 
 _SHARED_LOCK = threading.Lock()
-_SHARED: set[str] = set()
+_SHARED: dict[str, int] = {}  # base -> the descriptor holding its lock file's shared lock
 
 
 def ensure_shared(base: Path) -> bool:
-    """Make BASE a shared mount (a bind of itself, once per process, detached at exit), so a
-    stage mounted under it later also appears in the warm workers that bound BASE before.
-    False where it cannot be done."""
+    """Make BASE a shared mount (a bind of itself), so a stage mounted under it later also
+    appears in the warm workers that bound BASE before. False where it cannot be done.
+
+    Every process using it holds a shared flock on `<base>.lock` for its life; at exit the
+    last one (the one that gets the lock exclusively) detaches the bind, so the state dir
+    is an ordinary folder again, and a process that exits never takes the bind away from
+    another one's workers. Taking the lock before looking at the mount orders a newcomer
+    after, or before, an exiting process's detach, never in between."""
     key = os.path.realpath(base)
     with _SHARED_LOCK:
         if key in _SHARED:
@@ -117,14 +123,36 @@ def ensure_shared(base: Path) -> bool:
         if os.geteuid() != 0:
             return False
         try:
-            if not is_mount_point(key):
-                _mount(key, key, None, MS_BIND | MS_REC)
-                atexit.register(unmount, key)
-            _mount(None, key, None, MS_SHARED)
+            fd = os.open(key + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                         0o600)
         except OSError:
             return False
-        _SHARED.add(key)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not is_mount_point(key):
+                _mount(key, key, None, MS_BIND | MS_REC)
+            _mount(None, key, None, MS_SHARED)
+        except OSError:
+            os.close(fd)
+            return False
+        _SHARED[key] = fd
+        atexit.register(_release_shared, key)
         return True
+
+
+def _release_shared(key: str) -> None:
+    """At exit: detach BASE's bind when no other process holds its lock."""
+    with _SHARED_LOCK:
+        fd = _SHARED.pop(key, None)
+    if fd is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        unmount(key)
+    except OSError:  # another process still uses it: the last one out detaches it
+        pass
+    finally:
+        os.close(fd)
 
 
 @cache

@@ -456,6 +456,8 @@ def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
             if (match and entry.is_dir(follow_symlinks=False)
                     and now - entry.stat(follow_symlinks=False).st_mtime > older_than
                     and not procs.pid_alive(int(match.group(1)))):
+                if footprint.is_mount_point(entry.path):  # its stage filesystem
+                    footprint.unmount(entry.path)
                 stage_tree.remove_tree(entry.path)
         except Exception:  # noqa: BLE001, S112 - best effort by design
             continue
