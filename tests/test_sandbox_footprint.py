@@ -226,3 +226,44 @@ def test_the_shared_staging_base_stays_while_any_process_uses_it(tmp_path):
     assert footprint.is_mount_point(base, shared=True)
     footprint._release_shared(os.path.realpath(base))  # what this process does at exit
     assert not footprint.is_mount_point(base)
+
+
+_DRIVER = """
+import sys
+from mythloop.mythos.sandbox.render import render_scene
+render_scene(sys.argv[1], out_dir=sys.argv[2], timeout=600,
+             progress=lambda line: print(line, flush=True))
+"""
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_killed_callers_stage_filesystem_goes_with_the_next_render(tmp_path, state_dir):
+    """A caller killed outright (SIGKILL: no cleanup at all) leaves its stage's tmpfs and its
+    groups; the next render in that state dir removes them, since their process is gone."""
+    import signal
+    import subprocess
+    import sys
+
+    scene = _scene(tmp_path, "endless", "import time\nwhile True:\n    time.sleep(0.1)\n")
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(scene), str(tmp_path / "o")],
+                            stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MYTHLOOP_STATE_DIR=str(state_dir)))
+    try:
+        for line in proc.stdout:
+            if "no animation started yet" in line or "animation" in line:
+                break
+        mine = f"mythloop-stage-{proc.pid}-"
+        assert any(mine in p for p in _mount_points())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    time.sleep(1)  # its workers see their control pipe close and end themselves
+    _benign_after(tmp_path)
+    assert not any(mine in p for p in _mount_points())
+    for parent in footprint.controllers().values():
+        assert not [p for p in parent.iterdir() if p.name.startswith(mine)]
+
+
+def _mount_points() -> list[str]:
+    return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]

@@ -453,11 +453,14 @@ def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
     for entry in entries:
         match = re.fullmatch(re.escape(STAGE_PREFIX) + r"(\d+)-\w+", entry.name)
         try:  # one stage that cannot be removed must not stop this render, nor the others
-            if (match and entry.is_dir(follow_symlinks=False)
-                    and now - entry.stat(follow_symlinks=False).st_mtime > older_than
-                    and not procs.pid_alive(int(match.group(1)))):
-                if footprint.is_mount_point(entry.path):  # its stage filesystem
-                    footprint.unmount(entry.path)
+            if not (match and entry.is_dir(follow_symlinks=False)) or \
+                    procs.pid_alive(int(match.group(1))):
+                continue
+            # its stage filesystem: nothing uses it once its caller is gone (its workers
+            # die with it), so it goes at once, whatever its age
+            if footprint.is_mount_point(entry.path):
+                footprint.unmount(entry.path)
+            if now - entry.stat(follow_symlinks=False).st_mtime > older_than:
                 stage_tree.remove_tree(entry.path)
         except Exception:  # noqa: BLE001, S112 - best effort by design
             continue
