@@ -63,8 +63,9 @@ class _RunLogText(logging.Filter):
             return True
         record.msg, record.args = clean_text(message), ()
         if record.exc_info and record.exc_info[0] is not None:
+            # a formatter prints exc_text, formatted once here; exc_info stays, for the
+            # console filters that recognise an exception by its type (mythloop_app runtime)
             record.exc_text = clean_text(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None  # (a handler would format the raw exception again)
         elif record.exc_text:
             record.exc_text = clean_text(record.exc_text)
         if record.stack_info:

@@ -165,10 +165,12 @@ def test_say_and_the_run_log_clean_what_they_pass_on(capsys):
     assert_terminal_safe(out, newlines=True)
 
     seen: list[str] = []
+    kinds: list[type | None] = []
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             seen.append(self.format(record))
+            kinds.append(type(record.exc_info[1]) if record.exc_info else None)
 
     logger = logging.getLogger("prefect.task_runs")
     handler = Keep()
@@ -184,6 +186,7 @@ def test_say_and_the_run_log_clean_what_they_pass_on(capsys):
     finally:
         logger.removeHandler(handler)
     (text,) = seen
+    assert kinds == [SceneFailedLike]  # (the console filters recognise it by its type)
     assert text.startswith("Task run failed with exception: boom") and "Traceback" in text
     assert "SceneFailedLike: boom" in text
     assert_terminal_safe(text, newlines=True)
