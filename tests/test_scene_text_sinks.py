@@ -157,12 +157,14 @@ def test_verify_cli_line_names_a_hostile_file_cleanly(tmp_path):
 def test_say_and_the_run_log_clean_what_they_pass_on(capsys):
     """`say` (the film's console lines, also sent to the Prefect log) and the run loggers'
     filter (a task's exception message and traceback, before the console or API handler)."""
+    from mythloop.mythos.scene_book import _print  # (the scene book's say outside a flow)
     from mythloop_tasks.common import say
 
-    say(f"[film] render-scene-01 -> {HOSTILE}\nsecond line")
-    out = capsys.readouterr().out
-    assert out.startswith("[film] render-scene-01 -> boom") and out.count("\n") == 1
-    assert_terminal_safe(out, newlines=True)
+    for said in (say, _print):
+        said(f"[film] render-scene-01 -> {HOSTILE}\nsecond line")
+        out = capsys.readouterr().out
+        assert out.startswith("[film] render-scene-01 -> boom") and out.count("\n") == 1
+        assert_terminal_safe(out, newlines=True)
 
     seen: list[str] = []
     kinds: list[type | None] = []
