@@ -39,11 +39,11 @@ __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler"
 
 
 def stats(values: list[float]) -> dict:
-    """min / median / max / n of a list of numbers (empty -> n 0)."""
+    """min / median / max / n of a list of numbers, and the values (empty -> n 0)."""
     if not values:
         return {"min": None, "median": None, "max": None, "n": 0}
     return {"min": min(values), "median": statistics.median(values), "max": max(values),
-            "n": len(values)}
+            "n": len(values), "values": list(values)}
 
 
 def ratio_stats(numer: list[float], denom: list[float]) -> dict:

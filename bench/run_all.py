@@ -1,20 +1,19 @@
-"""`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
+"""`make bench`: run every benchmark, each in its own process; append its records to
+bench/records/ and regenerate bench/RESULTS.md from them (bench/report.py).
 
-Parts: router (bench/router.py), sweep, film, overhead, metatool (MetaTool's 199 tools from
-/work/shared/benchmarks, the sweep command of issue 24, ~10 min), bad_input (how fast the CLI
-answers bad input, ~1 min); and scale (bench/scale.py: the
-PostgreSQL stack, workers and a 1000-task burst, ~6 minutes on its own), which runs only
-when asked for (`--with-scale`, `--only scale`, `make bench-scale`); otherwise RESULTS.md
-shows the figures of its last run from bench/scale.json, dated. Each part runs in a
-child process (so its peak RSS is its own) with a shared bench state folder
-(.mythloop/bench: the embedding cache survives between runs) and a fresh Prefect home
-per run (so the first Prefect start-up is a cold one). A part that fails or runs out of
-time is reported as such; the others still run.
+Parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
+/work/shared/benchmarks, ~10 min), bad_input (~1 min); and scale (the PostgreSQL stack,
+workers and a 1000-task burst, ~6 min), which runs only when asked for (`--with-scale`,
+`--only scale`, `make bench-scale`). Each part runs in a child process (its CPU, peak memory
+and load before and after measured by bench/common.py's run_child) with a shared bench state
+folder (.mythloop/bench: the embedding cache survives between runs) and a fresh Prefect home
+per run. A part that fails or runs out of time is reported here and writes no record; the
+others still run. A part not run keeps its latest records on the page.
 
-    python bench/run_all.py                     # router, sweep, film, overhead: ~12 min on 2 cores
-    python bench/run_all.py --with-scale        # and the scale part: ~16 min
-    python bench/run_all.py --quick             # minimal sizes, a smoke run
-    python bench/run_all.py --only sweep film   # some parts; the others keep their last figures
+    python bench/run_all.py                     # router, sweep, film, overhead, metatool, bad_input
+    python bench/run_all.py --with-scale        # and the scale part
+    python bench/run_all.py --quick             # minimal sizes, a smoke run (records kept apart)
+    python bench/run_all.py --only sweep film   # some parts
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import records  # noqa: E402
+import report  # noqa: E402
 from common import (  # noqa: E402
     REPO,
     bench_env,
@@ -37,13 +38,11 @@ from common import (  # noqa: E402
     repo_on_path,
     run_child,
     write_json_atomic,
-    write_text_atomic,
 )
-from report import render_results  # noqa: E402
 
 PARTS = ("router", "scale", "sweep", "film", "overhead", "metatool", "bad_input")
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
-SCALE_JSON = REPO / "bench" / "scale.json"
+QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
 FULL = {
@@ -108,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run the scale part (PostgreSQL, workers; ~6 more minutes)")
     parser.add_argument("--timeout-factor", type=float, default=1.0,
                         help="multiply each part's time limit (a busy machine needs more)")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--records", type=Path, help="records folder (default bench/records; "
+                        "with --quick, .mythloop/bench/quick/records)")
+    parser.add_argument("--out", type=Path, help="the page (default bench/RESULTS.md; with "
+                        "--quick, .mythloop/bench/quick/RESULTS.md)")
     parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     parser.add_argument("--kwargs", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help=argparse.SUPPRESS)
@@ -140,24 +142,31 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(prefect_home, ignore_errors=True)
     total = time.perf_counter() - started
-    previous = args.out.with_name("results.json")
-    if args.only and previous.exists():  # keep the other parts' figures from the last full run
-        old = json.loads(previous.read_text(encoding="utf-8"))
-        for name, part in old.get("parts", {}).items():
-            if name not in results and name != "scale":  # scale: its own file, below
-                results[name] = {**part, "from_run": part.get("from_run")
-                                 or old["machine"]["date_utc"]}
-    if "scale" not in results and SCALE_JSON.exists():  # not run now: its last own run
-        last = json.loads(SCALE_JSON.read_text(encoding="utf-8"))
-        results["scale"] = {"figures": last, "from_run": last["machine"]["date_utc"],
-                            "from_file": "bench/scale.json"}
-    data = {"machine": machine, "quick": args.quick, "total_s": total, "parts": results,
-            "load_end": loadavg()}
-    write_json_atomic(args.out.with_name("results.json"), data)
-    text = render_results(data)
-    write_text_atomic(args.out, text)
-    print(f"[bench] {total / 60:.1f} min; results: {args.out}")
+    directory = args.records or (QUICK_DIR / "records" if args.quick else records.RECORDS)
+    page = args.out or (QUICK_DIR / "RESULTS.md" if args.quick else report.PAGE)
+    records.append(to_records(results, machine, sizes, args.quick), directory)
+    report.write(directory, page)
+    print(f"[bench] {total / 60:.1f} min; records: {directory}; page: {page}")
     return 0 if not any("error" in r for r in results.values()) else 1
+
+
+def to_records(results: dict, machine: dict, sizes: dict, quick: bool) -> list[dict]:
+    """Each measured part's figures as records (a failed or absent part: none)."""
+    out = []
+    for name, part in results.items():
+        if "figures" not in part:
+            continue
+        figures = {**part["figures"], "part_wall_s": part["child_wall_s"],
+                   "peak_tree_rss_mb": part["peak_tree_rss_mb"]}
+        prov = {"part": name, "commit": machine["git"], "date": machine["date_utc"][:16] + " UTC",
+                "load_before": part["load_before"], "load_after": part["load_after"],
+                "cores": machine["cores_usable"], "packages": machine["packages"],
+                "machine": {k: machine[k] for k in ("cpu", "cores", "memory_gb", "os", "python")},
+                "command": f"python bench/run_all.py --only {name}"
+                           + (" --quick" if quick else "") + f"  # {json.dumps(sizes[name])}",
+                "run": f"{name} {machine['git']} {machine['date_utc'][:16]}", "quick": quick}
+        out += [{**prov, **body} for body in records.flatten(figures)]
+    return out
 
 
 if __name__ == "__main__":
