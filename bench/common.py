@@ -35,7 +35,7 @@ PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pyda
 __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
            "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit",
-           "CpuMeter", "wait_for_quiet"]
+           "CpuMeter", "wait_for_quiet", "save_records"]
 
 
 def stats(values: list[float]) -> dict:
@@ -385,6 +385,20 @@ def run_alone(prefix: str):
         if "MYTHLOOP_STATE_DIR" not in os.environ:  # keep state out of the checkout
             os.environ.update(bench_env(Path(state)))
         yield Path(state)
+
+
+def save_records(part: str, figures: dict, load_before: object, command: str,
+                 **provenance: object) -> None:
+    """A part run on its own: its figures appended as records to bench/records/<part>.jsonl
+    (measured now, at this commit), and bench/RESULTS.md regenerated from the records."""
+    import records  # noqa: PLC0415 (bench/ on the path once this module is imported)
+    import report  # noqa: PLC0415
+
+    prov = {**records.provenance(part, machine_info(), load_before, loadavg(), command),
+            **provenance}
+    records.append([{**prov, **body} for body in records.flatten(figures)])
+    report.write()
+    print(f"records: bench/records/{part}.jsonl; page: bench/RESULTS.md")
 
 
 def emit(result: dict, json_path: Path | None) -> None:

@@ -2,7 +2,7 @@
 
     python bench/intervals.py --json                 # the full table (4000 sweeps per shape)
     python bench/intervals.py --json --sims 400      # a quick look
-    python bench/intervals.py --record               # also write bench/intervals.json, which
+    python bench/intervals.py --record               # also append its records (bench/records/), which
                                                      # bench/report.py renders into RESULTS.md
 
 Each simulated sweep has the project's shape: 38 prompts, 1, 3 or 5 replicates, rates near
@@ -39,7 +39,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mythloop.analysis.stats import interval, paired_difference  # noqa: E402
 
-OUT = Path(__file__).with_name("intervals.json")
 PROMPTS = 38
 REPLICATES = (1, 3, 5)
 RATES = (0.1, 0.5, 0.9)
@@ -159,7 +158,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the JSON object only")
     parser.add_argument("--sims", type=int, default=4000, help="simulated sweeps per shape")
     parser.add_argument("--record", action="store_true",
-                        help="write bench/intervals.json (rendered into bench/RESULTS.md)")
+                        help="append the figures to bench/records/intervals.jsonl (and the page)")
     args = parser.parse_args()
     if args.sims < 1:
         sys.exit("--sims must be at least 1")
@@ -182,7 +181,11 @@ def main() -> None:
               "commit": _commit(), "started_utc": started, "load_start": load_start,
               "load_end": list(os.getloadavg()), "cpu_s": round(time.process_time() - cpu0, 1)}
     if args.record:
-        OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        from common import save_records  # noqa: PLC0415 (loads the package: only to record)
+
+        save_records("intervals", {k: v for k, v in result.items()
+                                   if k not in ("commit", "started_utc")},
+                     load_start, f"python bench/intervals.py --record --sims {args.sims}")
     if args.json:
         print(json.dumps(result, indent=2))
         return

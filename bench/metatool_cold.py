@@ -221,9 +221,6 @@ def default_study(seeds=(0, 1)) -> dict:
             "no cold skills": run(DEFAULT, seeds, fraction=0)}
 
 
-RECORD = Path(__file__).with_name("metatool_cold.json")
-
-
 def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     """cond -> [{round, warm hit@1, warm hit@5, cold hit@1, cold hit@5}] from a finished
     sweep's metrics.json (`mythloop sweep ... --cold-skills`), for `conds` (default: all)."""
@@ -248,17 +245,17 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
 
 def record(label: str, results_dir: Path, conds: str, command: str, wall_s: float,
            load: str, commit: str) -> None:
-    """Add a finished sweep's warm / cold rows (conditions `conds`, comma-separated) under
-    `label` in bench/metatool_cold.json; RESULTS.md's "Cold skills on MetaTool" section is
-    rendered from it. Several sweeps may fill one label (C0 from one, C4 from another)."""
-    data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-    entry = data.setdefault("sweeps", {}).setdefault(label, {"rounds": {}, "runs": []})
+    """Append a finished sweep's warm / cold rows (conditions `conds`, comma-separated) as
+    records under `label` (bench/records/metatool_cold.jsonl), measured at COMMIT and LOAD
+    ("low - high" load average over the sweep); the page is regenerated."""
+    from common import save_records  # noqa: PLC0415
+
+    lo, hi = (float(x) for x in load.split(" - "))
     wanted = [c for c in conds.split(",") if c]
-    entry["rounds"].update(sweep_table(results_dir, wanted))
-    entry["runs"] = [r for r in entry["runs"] if r["conds"] != wanted] + [{
-        "conds": wanted, "command": command, "wall_s": round(wall_s), "load": load,
-        "commit": commit}]
-    RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    save_records("metatool_cold", {label: {"wall_s": wall_s,
+                                           "rounds": sweep_table(results_dir, wanted)}},
+                 lo, command, load_after=hi, commit=commit,
+                 run=f"metatool_cold {label} {commit}")
 
 
 if __name__ == "__main__":
@@ -266,10 +263,12 @@ if __name__ == "__main__":
         record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6]),
                sys.argv[7], sys.argv[8])
     elif len(sys.argv) > 1 and sys.argv[1] == "--replica":  # the variants table, recorded
-        data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-        data["replica"] = default_study()
-        RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        print(json.dumps(data["replica"], indent=1))
+        from common import loadavg, save_records  # noqa: PLC0415
+
+        load_before, replica = loadavg(), default_study()
+        print(json.dumps(replica, indent=1))
+        save_records("metatool_cold", {"replica": replica}, load_before,
+                     "python bench/metatool_cold.py --replica")
     elif len(sys.argv) > 1:
         print(json.dumps(run(**json.loads(sys.argv[1])), indent=1))
     else:

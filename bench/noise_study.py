@@ -1,7 +1,6 @@
 """The noise study's wall time (issue: `mythloop sweep --judge simulated --noise 0 0.2 0.4
 --conditions c0 c3 c4 --replicates 3 --rounds 4`, --conditions to add c5), recorded into
-bench/noise_study.json;
-bench/report.py renders it into RESULTS.md on every `make bench`.
+records appended to bench/records/noise_study.jsonl (bench/RESULTS.md regenerated).
 
     python bench/noise_study.py --results-dir /tmp/noise      # run the command, time it, record
     python bench/noise_study.py --results-dir D --wall-s 1234 --load-start 3.1 --load-end 2.9 \
@@ -24,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "bench" / "noise_study.json"
 ARGS = ["--judge", "simulated", "--noise", "0", "0.2", "0.4", "--conditions", "c0", "c3", "c4",
         "--replicates", "3", "--rounds", "4"]
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
@@ -118,10 +116,11 @@ def main() -> None:
         "note": args.note,
         **figures(args.results_dir.resolve()),
     }
-    from mythloop.fileio import write_text_atomic
+    from common import save_records  # noqa: PLC0415
 
-    write_text_atomic(OUT, json.dumps(record, indent=2) + "\n")
-    print(f"wrote {OUT}")
+    save_records("noise_study", {k: v for k, v in record.items()
+                                 if k not in ("command", "commit", "os", "cores")},
+                 record.get("load_start"), record["command"])
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ FULL = {
 }
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
-    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
+    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
     "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0, "latency_delay_s": 0.5},
     "film": {"repeats": 1, "rerun": False, "modes": ("temporary_server",), "probe": False,
              "uncached": False, "quiet_wait_s": 0.0},
@@ -158,13 +158,10 @@ def to_records(results: dict, machine: dict, sizes: dict, quick: bool) -> list[d
             continue
         figures = {**part["figures"], "part_wall_s": part["child_wall_s"],
                    "peak_tree_rss_mb": part["peak_tree_rss_mb"]}
-        prov = {"part": name, "commit": machine["git"], "date": machine["date_utc"][:16] + " UTC",
-                "load_before": part["load_before"], "load_after": part["load_after"],
-                "cores": machine["cores_usable"], "packages": machine["packages"],
-                "machine": {k: machine[k] for k in ("cpu", "cores", "memory_gb", "os", "python")},
-                "command": f"python bench/run_all.py --only {name}"
-                           + (" --quick" if quick else "") + f"  # {json.dumps(sizes[name])}",
-                "run": f"{name} {machine['git']} {machine['date_utc'][:16]}", "quick": quick}
+        command = (f"python bench/run_all.py --only {name}" + (" --quick" if quick else "")
+                   + f"  # {json.dumps(sizes[name])}")
+        prov = records.provenance(name, machine, part["load_before"], part["load_after"],
+                                  command, quick)
         out += [{**prov, **body} for body in records.flatten(figures)]
     return out
 

@@ -8,9 +8,10 @@
    server, then the PostgreSQL server: seconds from the flow's start until the client is
    done, and until the API counts all 1000 task runs COMPLETED (bounded: --burst-timeout).
 
-    python bench/scale.py [--tasks 1000] [--skip-sweep] [--skip-burst] [--json FILE]
+    python bench/scale.py [--tasks 1000] [--skip-sweep] [--skip-burst]
 
-Writes bench/scale.json (the bench driver folds it into bench/RESULTS.md); run() returns it.
+Run on its own, appends its records to bench/records/scale.jsonl (and regenerates the page);
+run() returns the figures (`bench/run_all.py --only scale` records them itself).
 """
 
 from __future__ import annotations
@@ -26,14 +27,12 @@ for _path in (str(REPO), str(REPO / "bench")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from common import loadavg, machine_info, write_json_atomic  # noqa: E402
+from common import loadavg, machine_info, save_records  # noqa: E402
 
 from mythloop.procs import stop_process  # noqa: E402
 from mythloop_app.scale import api  # noqa: E402
 from mythloop_app.scale.demo import run_sharded_sweep  # noqa: E402
 from mythloop_app.scale.stack import ScaleStack  # noqa: E402
-
-OUT = REPO / "bench" / "scale.json"
 
 
 def sweep_scaling(timeout: float = 1800.0) -> dict:
@@ -114,16 +113,14 @@ def _round(value: float | None) -> float | None:
 
 
 def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
-        burst: bool = True, json_path: Path | None = OUT) -> dict:
-    """Both measurements; also written to json_path."""
+        burst: bool = True) -> dict:
+    """Both measurements."""
     result: dict = {"bench": "scale", "machine": machine_info()}
     if sweep:
         result["sharded_sweep"] = sweep_scaling()
     if burst:
         result["task_burst"] = {db: task_burst(db, tasks, burst_timeout)
                                 for db in ("sqlite", "postgres")}
-    if json_path:
-        write_json_atomic(json_path, result)
     return result
 
 
@@ -156,12 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst-timeout", type=float, default=300.0)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--skip-burst", action="store_true")
-    parser.add_argument("--json", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    result = run(args.tasks, args.burst_timeout, not args.skip_sweep, not args.skip_burst,
-                 args.json)
+    load_before = loadavg()
+    result = run(args.tasks, args.burst_timeout, not args.skip_sweep, not args.skip_burst)
     print_table(result)
-    print(f"\nfigures: {args.json}")
+    save_records("scale", {k: v for k, v in result.items() if k != "machine"}, load_before,
+                 "python bench/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     return 0
 
 
