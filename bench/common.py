@@ -8,7 +8,6 @@ whole process tree (a CLI run plus its Prefect server) sampled from /proc.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import resource
@@ -16,7 +15,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -34,8 +32,8 @@ PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pyda
 
 __all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
-           "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit",
-           "CpuMeter", "wait_for_quiet", "save_records"]
+           "process_cpu_s", "wait_until_idle", "write_text_atomic",
+           "CpuMeter", "wait_for_quiet", "part_main"]
 
 
 def stats(values: list[float]) -> dict:
@@ -377,32 +375,11 @@ def repo_on_path() -> None:
             sys.path.insert(0, path)
 
 
-@contextlib.contextmanager
-def run_alone(prefix: str):
-    """State for a part run on its own (`python bench/<part>.py`): a temporary state folder
-    and Prefect home, unless a caller (`run_all.py`) already set them."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as state:
-        if "MYTHLOOP_STATE_DIR" not in os.environ:  # keep state out of the checkout
-            os.environ.update(bench_env(Path(state)))
-        yield Path(state)
 
 
-def save_records(part: str, figures: dict, load_before: object, command: str,
-                 **provenance: object) -> None:
-    """A part run on its own: its figures appended as records to bench/records/<part>.jsonl
-    (measured now, at this commit), and bench/RESULTS.md regenerated from the records."""
-    import records  # noqa: PLC0415 (bench/ on the path once this module is imported)
-    import report  # noqa: PLC0415
+def part_main(name: str) -> int:
+    """`python bench/<name>.py [--set KEY=VALUE ...]`: the part, run by the harness
+    (bench/run_all.py --only NAME), which records its figures and regenerates the page."""
+    from run_all import main  # noqa: PLC0415 (run_all imports this module)
 
-    prov = {**records.provenance(part, machine_info(), load_before, loadavg(), command),
-            **provenance}
-    records.append([{**prov, **body} for body in records.flatten(figures)])
-    report.write()
-    print(f"records: bench/records/{part}.jsonl; page: bench/RESULTS.md")
-
-
-def emit(result: dict, json_path: Path | None) -> None:
-    """Print a part's figures as JSON; also write them to json_path when given."""
-    print(json.dumps(result, indent=2, default=str))
-    if json_path:
-        write_json_atomic(json_path, result)
+    return main(["--only", name, *sys.argv[1:]])

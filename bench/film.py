@@ -36,7 +36,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -55,11 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     CpuMeter,
     bench_env,
-    emit,
-    loadavg,
     ratio_stats,
     repo_on_path,
-    run_alone,
     run_child,
     stats,
     wait_for_quiet,
@@ -651,7 +647,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     cores = os.cpu_count() or 1
     quiet_load = quiet_load if quiet_load is not None else cores / 2
-    load_before = loadavg()
     results: dict[str, dict] = {}
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -711,7 +706,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                                  for p in r["plains"]),
         "render_split": split,
         "rerun": rerun_result,
-        "load_before": load_before, "load_after": loadavg(),
         "formula_cache": formulas,
         "startup_and_latex": startup,
     }
@@ -728,84 +722,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     return result
 
 
-def summary(result: dict) -> str:
-    """The figures a reader wants first, as plain lines."""
-    lines = []
-    for mode, r in result["modes"].items():
-        lines.append(
-            f"{mode}: film {r['film_s']['median']:.1f} s, plain {r['plain_manim_s']['median']:.1f} s,"
-            f" ratio {r['film_over_plain']['median']:.2f}x (target {result['target_ratio']});"
-            f" CPU {r['film_cpu_s']['median']:.1f} s vs {r['plain_cpu_s']['median']:.1f} s,"
-            f" {r['cpu_over_plain']['median']:.2f}x (target {result['target_cpu_ratio']});"
-            f" from {r['ratio_from']} ({r['quiet_pairs']}/{r['pairs']} quiet; loads "
-            f"{r['loads']})")
-        u = r.get("uncached_reference")
-        if u:
-            lines.append(
-                f"  reference, plain manim --disable_caching (as the film's renders run): "
-                f"{u['plain_uncached_s']['median']:.1f} s, film / that "
-                f"{u['film_over_plain_uncached']['median']:.2f}x; CPU "
-                f"{u['plain_uncached_cpu_s']['median']:.1f} s, "
-                f"{u['cpu_over_plain_uncached']['median']:.2f}x ({u['pairs']} pairs)")
-        f = r.get("floor") or {}
-        if f.get("least_cpu_ratio") is not None:
-            lines.append(
-                f"  CPU floor: the film without --render {f['no_render_film_cpu_s']['median']:.1f}"
-                f" s, one import manim {f['import_manim_cpu_s']['median']:.1f} s: with renders "
-                f"that cost what plain manim's do, the film's CPU would be "
-                f"{f['least_film_cpu_s']:.1f} s = {f['least_cpu_ratio']:.2f}x plain; the "
-                f"renders' extra beyond that: {f.get('render_side_extra_cpu_s')} s")
-        if f.get("import_prefect_server_cpu_s"):
-            lines.append(
-                f"  of the film without --render: importing Prefect's server alone (the "
-                f"temporary server's start) {f['import_prefect_server_cpu_s']['median']:.1f} s CPU")
-        b = result["breakdown_median"][mode]
-        lines.append("  breakdown (medians, s): " + ", ".join(
-            f"{k.removesuffix('_s')} {v:.2f}" for k, v in b.items() if v is not None))
-        split = r.get("cpu_split")
-        if split:
-            lines.append("  the renders' extra CPU, split (s): " + ", ".join(
-                f"{k.removesuffix('_cpu_s')} {v}" for k, v in split.items()))
-    split = result.get("render_split")
-    if split:
-        lines.append(f"the final scenes one at a time: CPU {split['with_probe_cpu_s']['median']:.2f}"
-                     f" s with the layout probe, {split['without_probe_cpu_s']['median']:.2f} s "
-                     f"without (wall {split['with_probe_s']['median']:.2f} s / "
-                     f"{split['without_probe_s']['median']:.2f} s)")
-    return "\n".join(lines)
+if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
+    from common import part_main
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog="Each run waits for the 1-minute load average to fall below --quiet-load "
-               "(half the cores by default), at most --quiet-wait seconds; the ratio comes "
-               "from the pairs that started quiet, and says so when none did.")
-    parser.add_argument("--repeats", type=int, default=3, help="film/plain pairs per mode")
-    parser.add_argument("--no-rerun", action="store_true",
-                        help="skip the rerun-after-failure and start-up/LaTeX parts")
-    parser.add_argument("--no-probe", action="store_true",
-                        help="skip the final scenes rendered one at a time with and without "
-                             "the layout probe (the split of the renders' extra CPU)")
-    parser.add_argument("--no-uncached", action="store_true",
-                        help="skip the reference run in each pair: plain manim with "
-                             "--disable_caching, as the film's renders run")
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--quiet-load", type=float, default=None)
-    parser.add_argument("--quiet-wait", type=float, default=300.0)
-    parser.add_argument("--prompt", default=PROMPT)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
-    with run_alone("bench-film-state-"):
-        result = run(args.repeats, not args.no_rerun, args.prompt, modes=tuple(args.modes),
-                     quiet_load=args.quiet_load, quiet_wait_s=args.quiet_wait,
-                     probe=not args.no_probe, uncached=not args.no_uncached)
-    emit(result, args.json)
-    print(summary(result), file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("film"))

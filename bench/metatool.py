@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, loadavg, run_child  # noqa: E402
+from common import REPO, run_child  # noqa: E402
 
 METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
 PNG = REPO / "bench" / "metatool.png"
@@ -161,12 +161,10 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
            "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
            "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
            "--replicates", "1", "--results-dir", str(results)]
-    load_before = loadavg()
     child = run_child(cmd, cwd=REPO, timeout=timeout, log=workdir / "sweep.log")
     figures = {"command": " ".join(cmd[2:]), "wall_s": child["wall_s"],
                "peak_tree_rss_mb": child["peak_tree_rss_mb"], "returncode": child["returncode"],
-               "timed_out": child["timed_out"], "load_before": load_before,
-               "load_after": loadavg(), "rounds": rounds, "noise": noise}
+               "timed_out": child["timed_out"], "rounds": rounds, "noise": noise}
     if child["returncode"] != 0:
         figures["tail"] = child["tail"][-1500:]
         return figures

@@ -19,8 +19,9 @@ mix of the two indices weighted by the evidence), `center` (prototype and query 
 exploration slot, ranks 5-15, as mythloop/router/explore.py), `wc`, `wl` (weights). The
 judge's flips come from numpy's generator (means over the seeds), not the sweep's hashes.
 
-    python bench/metatool_cold.py            # ~1 min once the embeddings are cached; JSON
-    python bench/metatool_cold.py '{"variants": {"x": {"prior": 1}}, "add_at": 2}'
+    python bench/metatool_cold.py            # the default study, ~1 min once embeddings are cached
+    python bench/metatool_cold.py --set 'variants={"x": {"prior": 1}}' --set add_at=2
+    python bench/metatool_cold.py --set results_dir=DIR --set 'conds=["c4"]' --set label=...
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
     return out
 
 
-def run(variants: dict, seeds=(0,), add_at=None, fraction=0.2) -> dict:
+def replica(variants: dict, seeds=(0,), add_at=None, fraction=0.2) -> dict:
     e = _load()
     names = e["names"]
     cold = [names.index(c) for c in cold_skill_names(names, fraction, 42)] if fraction else []
@@ -217,8 +218,9 @@ DEFAULT = {"c0": {"c0": True},
 def default_study(seeds=(0, 1)) -> dict:
     """The table of docs/blend.md ("Cold skills"): every variant on the cold split, with the
     cold skills added at round 2, and with no skill held back."""
-    return {"cold 0.2": run(DEFAULT, seeds), "cold 0.2, added at round 2": run(DEFAULT, seeds, 2),
-            "no cold skills": run(DEFAULT, seeds, fraction=0)}
+    return {"cold 0.2": replica(DEFAULT, seeds),
+            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
+            "no cold skills": replica(DEFAULT, seeds, fraction=0)}
 
 
 def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
@@ -243,33 +245,18 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     return out
 
 
-def record(label: str, results_dir: Path, conds: str, command: str, wall_s: float,
-           load: str, commit: str) -> None:
-    """Append a finished sweep's warm / cold rows (conditions `conds`, comma-separated) as
-    records under `label` (bench/records/metatool_cold.jsonl), measured at COMMIT and LOAD
-    ("low - high" load average over the sweep); the page is regenerated."""
-    from common import save_records  # noqa: PLC0415
-
-    lo, hi = (float(x) for x in load.split(" - "))
-    wanted = [c for c in conds.split(",") if c]
-    save_records("metatool_cold", {label: {"wall_s": wall_s,
-                                           "rounds": sweep_table(results_dir, wanted)}},
-                 lo, command, load_after=hi, commit=commit,
-                 run=f"metatool_cold {label} {commit}")
+def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
+        results_dir: str | None = None, conds: tuple = (), label: str = "sweep") -> dict:
+    """The replica's default study; or VARIANTS of it; or, with RESULTS_DIR, the warm / cold
+    rows of a finished `mythloop sweep ... --cold-skills` (conditions CONDS) under LABEL."""
+    if results_dir:
+        return {label: {"rounds": sweep_table(Path(results_dir), list(conds) or None)}}
+    if variants is None:
+        return {"replica": default_study(tuple(seeds))}
+    return {"replica": replica(variants, tuple(seeds), add_at, fraction)}
 
 
-if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--record":  # LABEL DIR CONDS COMMAND WALL LOAD COMMIT
-        record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6]),
-               sys.argv[7], sys.argv[8])
-    elif len(sys.argv) > 1 and sys.argv[1] == "--replica":  # the variants table, recorded
-        from common import loadavg, save_records  # noqa: PLC0415
+if __name__ == "__main__":  # the harness runs it
+    from common import part_main
 
-        load_before, replica = loadavg(), default_study()
-        print(json.dumps(replica, indent=1))
-        save_records("metatool_cold", {"replica": replica}, load_before,
-                     "python bench/metatool_cold.py --replica")
-    elif len(sys.argv) > 1:
-        print(json.dumps(run(**json.loads(sys.argv[1])), indent=1))
-    else:
-        print(json.dumps(default_study(), indent=1))
+    sys.exit(part_main("metatool_cold"))

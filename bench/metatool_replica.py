@@ -23,7 +23,6 @@ the sweep's hashed draws.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -99,5 +98,7 @@ def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
     return {"rounds": out, "seeds": list(seeds), "data": str(METATOOL)}
 
 
-if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+if __name__ == "__main__":  # the harness runs it: python bench/metatool_replica.py [--set KEY=VALUE]
+    from common import part_main
+
+    sys.exit(part_main("metatool_replica"))

@@ -19,7 +19,6 @@ a breakdown isolates what the project's defaults cost:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import sys
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, loadavg, ratio_stats, repo_on_path, run_alone, stats  # noqa: E402
+from common import ratio_stats, repo_on_path, stats  # noqa: E402
 
 
 def _tasks() -> dict:
@@ -89,7 +88,6 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
     repo_on_path()
     from sweep import prefect_server
 
-    load_before = loadavg()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ovh-")))
         server = stack.enter_context(prefect_server(start_server))
@@ -115,22 +113,10 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
         "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
         "extra_ms_per_task": (stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)])),
         "breakdown": extra, "prefect_startup_s": server["startup_s"],
-        "load_before": load_before, "load_after": loadavg(),
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-breakdown", action="store_true")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    with run_alone("bench-ovh-state-"):
-        result = run(args.n, args.repeats, not args.no_breakdown)
-    emit(result, args.json)
-    return 0
+if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
+    from common import part_main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("overhead"))

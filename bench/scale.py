@@ -16,7 +16,6 @@ run() returns the figures (`bench/run_all.py --only scale` records them itself).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -27,7 +26,6 @@ for _path in (str(REPO), str(REPO / "bench")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from common import loadavg, machine_info, save_records  # noqa: E402
 
 from mythloop.procs import stop_process  # noqa: E402
 from mythloop_app.scale import api  # noqa: E402
@@ -49,8 +47,7 @@ def sweep_scaling(timeout: float = 1800.0) -> dict:
                 stack.workers = 2
             run = run_sharded_sweep(stack, stack.root / f"sweep-{workers}w", timeout=timeout)
             runs[workers] = {"wall_s": run["wall_s"], "problems": run["problems"],
-                             "shards_per_worker": _per_worker(run["facts"]),
-                             "loadavg_after": loadavg()}
+                             "shards_per_worker": _per_worker(run["facts"])}
         return {"workers_1": runs[1], "workers_2": runs[2],
                 "speedup_2_over_1": round(runs[1]["wall_s"] / runs[2]["wall_s"], 2),
                 "warmup_wall_s": warm["wall_s"], "stack_start_s": stack.timings,
@@ -102,8 +99,7 @@ def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
         return {"database": database, "tasks": n_tasks,
                 "client_done_s": _round(client_done), "api_all_completed_s": _round(api_done),
                 "completed_seen": completed, "timed_out": api_done is None,
-                "client_exit": proc.returncode,
-                "loadavg_after": loadavg()}
+                "client_exit": proc.returncode}
     finally:
         stack.stop()
 
@@ -115,7 +111,7 @@ def _round(value: float | None) -> float | None:
 def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
         burst: bool = True) -> dict:
     """Both measurements."""
-    result: dict = {"bench": "scale", "machine": machine_info()}
+    result: dict = {}
     if sweep:
         result["sharded_sweep"] = sweep_scaling()
     if burst:
@@ -124,43 +120,7 @@ def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
     return result
 
 
-def print_table(result: dict) -> None:
-    machine = result["machine"]
-    print(f"machine: {machine['cpu']}, {machine['cores_usable']} cores, "
-          f"{machine['memory_gb']:.0f} GB, load {machine['loadavg']} at start")
-    sweep = result.get("sharded_sweep")
-    if sweep:
-        print("\nsharded sweep (" + sweep["shape"] + ")")
-        print(f"{'workers':>8} {'wall s':>8}  shards per worker")
-        for n in (1, 2):
-            row = sweep[f"workers_{n}"]
-            print(f"{n:>8} {row['wall_s']:>8}  {row['shards_per_worker']}"
-                  + (f"  PROBLEMS: {row['problems']}" if row["problems"] else ""))
-        print(f"speed-up with 2 workers: {sweep['speedup_2_over_1']}x")
-    for name, row in (result.get("task_burst") or {}).items():
-        if name == next(iter(result["task_burst"])):
-            print(f"\nburst of task runs\n{'server':>10} {'tasks':>6} {'client s':>9} "
-                  f"{'API all completed s':>20} {'client exit':>11}")
-        api_s = row["api_all_completed_s"] if not row["timed_out"] else (
-            f"> timeout ({row['completed_seen']} seen)")
-        print(f"{name:>10} {row['tasks']:>6} {str(row['client_done_s']):>9} {str(api_s):>20} "
-              f"{str(row['client_exit']):>11}")
+if __name__ == "__main__":  # the harness runs it: python bench/scale.py [--set KEY=VALUE]
+    from common import part_main
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--burst-timeout", type=float, default=300.0)
-    parser.add_argument("--skip-sweep", action="store_true")
-    parser.add_argument("--skip-burst", action="store_true")
-    args = parser.parse_args(argv)
-    load_before = loadavg()
-    result = run(args.tasks, args.burst_timeout, not args.skip_sweep, not args.skip_burst)
-    print_table(result)
-    save_records("scale", {k: v for k, v in result.items() if k != "machine"}, load_before,
-                 "python bench/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("scale"))

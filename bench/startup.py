@@ -15,8 +15,6 @@ whether the slowest answer stayed under the 1 s bound; the load average is print
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -77,18 +75,14 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
                 envs[f"before: {name}"] = old
         times: dict[str, list[float]] = {name: [] for name in runs}
         codes: dict[str, set[int]] = {name: set() for name in runs}
-        load_before = os.getloadavg()
         for _ in range(repeats):  # round-robin, so a burst of load hits every case alike
             for name, argv in runs.items():
                 seconds, code = _timed(argv, envs[name], tmp)
                 times[name].append(seconds)
                 codes[name].add(code)
-        load_after = os.getloadavg()
         state_left = (tmp / "state").exists()
     floor = statistics.median(times["floor: import typer"])
     figures = {"repeats": repeats, "bound_s": BOUND_S,
-               "loadavg_before": [round(x, 2) for x in load_before],
-               "loadavg_after": [round(x, 2) for x in load_after],
                "state_folder_written": state_left, "cases": {}}
     for name, values in times.items():
         median = statistics.median(values)
@@ -104,29 +98,7 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
     return figures
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--before", type=Path, default=None,
-                        help="another checkout to time side by side (e.g. the last release)")
-    args = parser.parse_args(argv)
-    figures = run(args.repeats, args.before)
-    print(f"bad-input answers, {figures['repeats']} runs each; load "
-          f"{figures['loadavg_before']} -> {figures['loadavg_after']}")
-    print(f"{'case':40} {'min':>6} {'median':>7} {'max':>6}  exit  x typer  < {BOUND_S:.0f} s"
-          "  x before")
-    for name, row in figures["cases"].items():
-        ratio = row.get("median_over_before")
-        print(f"{name:40} {row['min_s']:6.3f} {row['median_s']:7.3f} {row['max_s']:6.3f}  "
-              f"{','.join(map(str, row['exit_codes'])):4}  {row['median_over_typer_floor']:6.2f}"
-              f"  {'yes' if row['under_bound'] else 'NO':5}"
-              f"  {'' if ratio is None else f'{ratio:.2f}'}")
-    print(f"state folder written by a refused command: {figures['state_folder_written']}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return 0
+if __name__ == "__main__":  # the harness runs it: python bench/startup.py [--set KEY=VALUE]
+    from common import part_main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("startup"))

@@ -20,7 +20,6 @@ and 8 in the same run: the wall of the turns at each level.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -35,17 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     REPO,
     bench_env,
-    emit,
-    loadavg,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
     repo_on_path,
-    run_alone,
     run_child,
     stats,
     wait_until_idle,
-    write_text_atomic,
 )
 
 TARGET_WALL_S = 60.0
@@ -316,7 +311,6 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         def config():
             return seed_config(workdir / f"r{next(counter)}", prompts_file, rounds)
 
-        load_before = loadavg()
         # Untimed warm-up: model load, skill embeddings into the on-disk cache, catalog.
         t0 = time.perf_counter()
         warm = plain_sweep(config())
@@ -381,7 +375,6 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
                 "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
         "latency": latency,
-        "load_before": load_before, "load_after": loadavg(),
     }
     # Headline including start-up: the fresh CLI process when run, else start-up + flow.
     wall = (result["cli"]["wall_s"]["median"] if cli else
@@ -400,46 +393,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
     return result
 
 
-def profile_flow(out: Path, rounds: int, workdir: Path) -> int:
-    """Profile one sweep flow run (after a warm-up plain run) and write pyinstrument's text."""
-    from pyinstrument import Profiler
+if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
+    from common import part_main
 
-    repo_on_path()
-    prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
-    plain_sweep(seed_config(workdir / "warm", prompts_file, rounds))
-    with prefect_server() as _, contextlib.redirect_stdout(io.StringIO()):
-        first_flow_seconds()
-        profiler = Profiler(interval=0.002)
-        profiler.start()
-        flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
-        profiler.stop()
-    write_text_atomic(out, profiler.output_text(unicode=False, color=False))
-    print(f"profile: {out}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--cli-repeats", type=int, default=1)
-    parser.add_argument("--no-cli", action="store_true")
-    parser.add_argument("--latency-rounds", type=int, default=1,
-                        help="rounds of the latency stand-in (0: skip it)")
-    parser.add_argument("--latency-delay", type=float, default=2.0,
-                        help="seconds the fake gemini takes per answer")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--profile", type=Path,
-                        help="instead: profile one flow run with pyinstrument, text to this file")
-    args = parser.parse_args(argv)
-    with run_alone("bench-sweep-state-") as state:
-        if args.profile:
-            return profile_flow(args.profile, args.rounds, state)
-        result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats,
-                     latency_rounds=args.latency_rounds, latency_delay_s=args.latency_delay)
-    emit(result, args.json)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("sweep"))

@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
@@ -85,11 +87,13 @@ def test_flatten_keeps_every_repeated_value_and_names_units():
 def test_run_all_turns_a_part_into_records_and_a_failed_part_into_none(tmp_path):
     machine = common.machine_info()
     results = {"overhead": {"figures": {"bare_ms": common.stats([3.0, 4.0])},
-                            "child_wall_s": 9.0, "peak_tree_rss_mb": 100.0,
+                            "harness": {"wall_s": 9.0, "cpu_s": 8.0, "peak_tree_rss_mb": 100.0},
                             "load_before": [0.1, 0.1, 0.1], "load_after": [0.2, 0.2, 0.2]},
-               "film": {"error": "boom", "child_wall_s": 1.0}}
-    recs = run_all.to_records(results, machine, run_all.QUICK, quick=True)
+               "film": {"error": "boom", "harness": {"wall_s": 1.0}}}
+    recs = run_all.to_records(results, machine, {"overhead": {"n": 20}}, quick=True)
     assert {r["part"] for r in recs} == {"overhead"}
+    assert {r["figure"] for r in recs} >= {"bare_ms", "harness.cpu_s", "harness.peak_tree_rss_mb"}
+    assert recs[0]["command"] == "python bench/run_all.py --only overhead --quick --set n=20"
     bare = next(r for r in recs if r["figure"] == "bare_ms")
     assert bare["values"] == [3.0, 4.0] and bare["load_before"] == [0.1, 0.1, 0.1]
     assert bare["commit"] == machine["git"] and bare["packages"]["prefect"] != "absent"
@@ -97,6 +101,28 @@ def test_run_all_turns_a_part_into_records_and_a_failed_part_into_none(tmp_path)
     records.append(recs, tmp_path)  # appended, never rewritten
     assert len((tmp_path / "overhead.jsonl").read_text().splitlines()) == 2 * len(recs)
     assert json.loads((tmp_path / "overhead.jsonl").read_text().splitlines()[0])["quick"]
+
+
+@pytest.mark.slow  # a child process under the harness (about 20 s on a busy machine)
+def test_a_part_script_runs_under_the_harness_and_records_its_figures(tmp_path):
+    """`python bench/intervals.py --set sims=2`: the harness runs the part in a child, measures
+    its tree's CPU and memory and the load, appends records and writes the page."""
+    import subprocess
+
+    page = tmp_path / "page.md"
+    proc = subprocess.run([sys.executable, str(BENCH / "intervals.py"), "--set", "sims=2",
+                           "--quiet-wait", "0", "--records", str(tmp_path / "r"), "--out",
+                           str(page)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records.load(tmp_path / "r")
+    got = {r["figure"]: r for r in recs}
+    assert got["sims"]["values"] == [2] and got["harness.cpu_s"]["values"][0] > 0
+    assert got["harness.peak_tree_rss_mb"]["values"][0] > 0
+    assert all(r["command"].endswith("--only intervals --set sims=2") for r in recs)
+    assert page.read_text() == report.render(recs)
+    bad = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--only", "intervals",
+                          "--set", "sims"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--set takes KEY=VALUE" in bad.stderr
 
 
 def test_compare_says_whether_a_difference_is_beyond_the_noise():
