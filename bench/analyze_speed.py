@@ -1,16 +1,8 @@
 """`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
+How it measures: docs/performance.md, "bench/analyze_speed.py".
 
     python bench/analyze_speed.py                    # against ee324ff, 2 interleaved repeats
     python bench/analyze_speed.py --set base=COMMIT --set repeats=3 --set keep=DIR
-
-The results dir is SYNTHETIC (labelled so in its sweep.json): MetaTool's shape, not a sweep's
-outcome. Its prompt ids and expected tools are MetaTool's own (/work/shared/benchmarks/
-metatool, or $MYTHLOOP_METATOOL: 1,989 train queries learned, 374 dev queries held out, 199
-tools), with 3 conditions x 1 replicate x 4 rounds, a top 10 per prompt per round (rank of
-the expected tool drawn at random, seeded) and one learning turn per train query per round:
-the rows the analysis reads at benchmark size (~280,000 measurement rows, ~24,000 turns).
-Each analysis runs in its own process (the base commit's `mythloop` package from `git
-archive`): CPU seconds and wall of each, their ratio, peak RSS.
 """
 
 from __future__ import annotations

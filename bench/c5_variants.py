@@ -1,22 +1,9 @@
 """C5's fine-tune settings tried on the trusted pairs of a real sweep (issue 41: "what was tried").
+How it measures: docs/performance.md, "bench/c5_variants.py".
 
-A C5 sweep on MetaTool takes 30-46 minutes on this machine, so the settings are compared
-here on the pairs one sweep already built: the last round's tuned model in a state folder
-keeps its `pairs.jsonl` (the trusted HELPFUL verdicts, C4's agreement rule). Each variant
-fine-tunes the bundled base model on those pairs with `mythloop.router.tuning.fine_tune`
-(the sweep's own loop) and ranks MetaTool's dev queries with the tuned model alone: C0's
-semantic term, max(cos(query, name: description), cos(query, name)), no blend. In the sweep,
-C4's terms on top added about 0.03 hit@1 and no hit@5 (bench/RESULTS.md, "C5 on MetaTool").
-With `--sweep-json` of that sweep, dev is also split into the warm tools and the cold ones it
-held back (`--cold-skills`), whose queries the pairs never contain.
-
-Dev is MetaTool's dev split, the one its README allows tuning on; nothing else is read.
-
-    python bench/c5_variants.py --pairs STATE/models/ft-XXXX/pairs.jsonl \\
+    python bench/c5_variants.py --pairs STATE/models/ft-XXXX/pairs.jsonl \
         --sweep-json RESULTS/sweep.json --json /tmp/c5v.json
     python bench/c5_variants.py ... --variant epochs=2 --variant epochs=1,learning_rate=5e-5
-
-Not part of `make bench` (2-3 minutes an epoch over ~1,400 pairs on 2 cores).
 """
 
 from __future__ import annotations

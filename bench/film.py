@@ -1,37 +1,8 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
-
-- Film: `mythloop film "the heat equation" --backend replay --render -q l --fresh`, the CLI
-  as a user types it, in two modes: with no server running (the command starts a temporary
-  one) and with `mythloop server` already up. The recorded codegen is a shared header + 5
-  scene classes; scene 1 carries a real Manim error that the recorded scoped repair fixes,
-  so every film pays one failed render and its repair. Scenes render concurrently, each in
-  the sandbox, and are stitched with ffmpeg's concat demuxer.
-- Plain: `python -m manim -ql mythos_scene.py -a` of the film's final single file (the same
-  header and scene classes, already repaired), from a fresh temporary directory, one process.
-- Reference: in each pair, plain manim again with `--disable_caching`, as the film's renders
-  run (a fresh media dir per render: manim's cache of partial movies cannot hit, so they skip
-  hashing every play). The goal is against plain manim as a user runs it; this says how much
-  of the film's lead is that flag.
-- Film and plain alternate. Before each run the benchmark waits (up to --quiet-wait seconds)
-  for the 1-minute load average to fall below --quiet-load (half the cores); the ratio is
-  the median over the pairs that started quiet, and the output says when none did.
-- CPU: user + system seconds of each run's whole process tree, from a cgroup of its own
-  (renders in their PID namespaces, the temporary server, every ffmpeg and LaTeX included);
-  with a server up, the server's CPU over the film is added to the film's.
-- Breakdown of each film's wall, from its Prefect flow and task runs: before the flow (CLI
-  start-up, server start or connect), stages and codegen, the scene phase (each render, the
-  failed render, its repair, the wait for a free worker, how well renders overlapped),
-  stitch, subtitles and voice, the flow's end (artifacts) and the command's end.
-- Where the film's CPU goes beyond plain manim's: the film without --render and one import of
-  manim (the floor), each render's CPU as its warm worker measured it (manifest.json), and
-  the final scenes rendered one at a time with and without the layout probe; together they
-  split the renders' extra into the failed render, the workers' start-up, each render's
-  sandbox and probe, two renders at once on 2 cores, and the rest.
-- Rerun after a failed scene: the film with max_repairs=0 (fresh) fails at scene 1 and keeps
-  the others; the same film again with one repair allowed must render only scene 1.
+How it measures: docs/performance.md, "bench/film.py".
 
     python bench/film.py                  # about 15 minutes on 2 quiet cores
-    python bench/film.py --repeats 1 --no-rerun --modes temporary_server
+    python bench/film.py --set repeats=1 --set rerun=false --set 'modes=["temporary_server"]'
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
 """Film quality of rendered films, from their run dirs: what a viewer gets, measured.
-
-For each run dir (a film made with `--render`, best with `--voice espeak`): the film's
-length (ffprobe, video stream), its scenes, how many subtitle cues lie inside the span of the
-scene whose narration they show, narration words per second per scene (words of
-scenes[i].narration over the scene's span in the stitched film), the layout findings by kind,
-scenes kept after a failed repair, and black stretches of 1 s or more
-(`ffmpeg -vf blackdetect=d=1:pix_th=0.10:pic_th=0.995`).
-
-Layout findings: where the run rendered its scenes (the probe records are in
-render/<scene>/media/layout.json) they are judged again here by today's check, side by side
-with and without the shot list's planned zooms (`clipped` cuts that a planned zoom explains
-drop out with the plan); a run whose scenes came from the scene cache reports its manifest's
-findings and "-" for the comparison.
+How it measures: docs/performance.md, "bench/film_quality.py".
 
     mythloop film "the heat equation" --backend replay --render -q l --voice espeak
     python bench/film_quality.py --set 'runs=[".mythloop/runs/mythos/<stamp>-the-heat-equation"]'

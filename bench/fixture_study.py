@@ -2,13 +2,10 @@
 bundled pool and prompts, through the plain loop of bench/sweep.py (no Prefect); records the
 last round's trap-win rate, in-distribution hit@5 and hit@3 minus C0 (mean [95% interval]),
 held-out hit@3 and how often a poisoned twin sits in the top-5 catalog, per condition.
+How it measures: docs/performance.md, "bench/fixture_study.py".
 
     python bench/fixture_study.py --set out=/tmp/fixture-study      # ~4 min on 2 busy cores
     python bench/fixture_study.py --set out=/tmp/fixture-c5 --set 'conditions=["c0","c3","c4","c5"]'
-
-C5 fine-tunes the embedding model between rounds, which the plain loop does not do: with c5
-among the conditions the study runs `mythloop sweep` itself (its own state folder and
-temporary Prefect server, under DIR), with the same settings.
 """
 
 from __future__ import annotations

@@ -1,23 +1,5 @@
 """Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
-
-An in-memory replica of the sweep's C4 loop (as bench/metatool_replica.py: the same top-5
-catalogs from the round's starting state, the simulated judge's MetaTool behaviour at noise
-0.2: the right tool, when shown, HELPFUL, flipped to HARMFUL at the noise rate; the newest 20
-helpful prompts kept), with a fifth of the tools held back by a hash of the name
-(`cold_skill_names`, seed 42, as `mythloop sweep --cold-skills 0.2`): their train queries
-are never learned from, or (add_at) the tools join the pool at that round and their
-queries are learned from then on. Dev is split into warm and cold queries by the right
-tool. Variants of the C4 score and of the learning catalog are compared side by side.
-
-C4's score here is semantic + wl * lexical + wc * help_match (the count and related-reason
-terms left out, as in bench/metatool_replica.py). Variant keys: `prior` (the description's
-pseudo-count in the prototype, settings.c4_prior), `lex` ("learned": BM25 over name,
-description and the learned prompts, C4 before issue 40; "desc": name + description only;
-"pad": the description repeated for each missing learned prompt; "bounded" with `mixfull`: a
-mix of the two indices weighted by the evidence), `center` (prototype and query centred),
-`rerank` (learned words re-order the top k only), `explore` (sigma of the Thompson-sampled
-exploration slot, ranks 5-15, as mythloop/router/explore.py), `wc`, `wl` (weights). The
-judge's flips come from numpy's generator (means over the seeds), not the sweep's hashes.
+How it measures: docs/performance.md, "bench/metatool_cold.py".
 
     python bench/metatool_cold.py            # the default study, ~1 min once embeddings are cached
     python bench/metatool_cold.py --set 'variants={"x": {"prior": 1}}' --set add_at=2

@@ -1,20 +1,8 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
-
-Each variant runs N sequential calls of a trivial task inside one flow; the figure is
-the loop's wall time / N (flow creation excluded). Besides the two headline variants,
-a breakdown isolates what the project's defaults cost:
-
-- `mythloop`: `tasks/common.py: mythloop_task` (retry condition, JSON results
-  persisted, no cache, no tag) -- the project's defaults;
-- `mythloop + llm tag`: the same with the `llm` tag that real model calls carry (a
-  tagged task asks the API for concurrency slots on every run, even with no limit defined);
-- `mythloop, no persist`: the same without persisted results;
-- `bare + sweep-sized arg` / `... quote()`: a bare task handed the sweep's ConditionRun
-  object (catalog of 80 skills, prompts, store...), plainly and wrapped in
-  `prefect.utilities.annotations.quote` (Prefect walks every plain parameter twice per call).
+How it measures: docs/performance.md, "bench/overhead.py".
 
     python bench/overhead.py            # N=200, 3 repeats of the headline pair
-    python bench/overhead.py -n 20 --repeats 1
+    python bench/overhead.py --set n=20 --set repeats=1
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
-
-Pools of 80, 1k, 10k and 100k skills (random normalised vectors) over a real
-SQLite verdict store holding 10k verdict reasons. Prints p50/min/max per size,
-the loop's cost on the same inputs (checking both give the same scores), the
-query-embedding cost of the real model, and memory against the embedding matrix.
+How it measures: docs/performance.md, "bench/router.py".
 
     python bench/router.py            # all sizes, about a minute or two
-    python bench/router.py --sizes 80 10000
+    python bench/router.py --set 'sizes=[80, 10000]'
 """
 
 from __future__ import annotations
@@ -181,17 +177,6 @@ def check_targets(rows: list[dict]) -> dict:
     out[f"memory<={TARGET_MEMORY_RATIO}x"] = all(r["memory_ratio"] <= TARGET_MEMORY_RATIO for r in rows)
     out["same_scores"] = all(r["max_abs_diff"] < 1e-5 for r in rows)
     return out
-
-
-def _blas_limit(threads: int | None):
-    """A context that limits BLAS threads (threadpoolctl), or does nothing."""
-    import contextlib
-
-    if not threads:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=threads, user_api="blas")
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]

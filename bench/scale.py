@@ -1,17 +1,7 @@
 """Benchmark: scale-out on this machine.
+How it measures: docs/performance.md, "bench/scale.py".
 
-1. The sharded sweep (2 conditions x 2 replicates x 2 rounds, simulated judge) on a
-   PostgreSQL-backed Prefect server with 1 worker, then 2 workers (each worker runs one
-   shard at a time, as one host would): wall time of the parent sweep and the ratio.
-   A one-shard warm-up sweep fills the embedding cache first, so neither run pays for it.
-2. A burst of 1000 task runs (one flow submitting 1000 trivial tasks) against the SQLite
-   server, then the PostgreSQL server: seconds from the flow's start until the client is
-   done, and until the API counts all 1000 task runs COMPLETED (bounded: --burst-timeout).
-
-    python bench/scale.py [--tasks 1000] [--skip-sweep] [--skip-burst]
-
-Run on its own, appends its records to bench/records/scale.jsonl (and regenerates the page);
-run() returns the figures (`bench/run_all.py --only scale` records them itself).
+    python bench/scale.py [--set tasks=1000] [--set sweep=false] [--set burst=false]
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """How fast the CLI answers bad input (issue 27: one line, exit 2, under a second).
+How it measures: docs/performance.md, "bench/startup.py".
 
-Each case runs the real CLI (`python -m mythloop_app ...`) in a fresh process, `repeats`
-times, alternating with two floors measured in the same run: the bare interpreter and
-`import typer` (with typer._adapters: typer parses the command line with pydantic).
-Reported per case: min / median / max seconds, the median's ratio to the typer floor, and
-whether the slowest answer stayed under the 1 s bound; the load average is printed beside.
-
-    python bench/startup.py [--repeats 5] [--json PATH] [--before DIR]
-
---before DIR times the same cases from another checkout too (DIR first on PYTHONPATH, e.g.
-`git archive REV | tar -x -C DIR`), interleaved with these, and prints after/before ratios.
+    python bench/startup.py [--set repeats=5] [--set before=DIR]
     python -X importtime -m mythloop_app serve --cron '99 * * *'   # where the time goes
 """
 
@@ -49,9 +41,10 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int]
     return time.perf_counter() - started, proc.returncode
 
 
-def run(repeats: int = 5, before: Path | None = None) -> dict:
+def run(repeats: int = 5, before: str | None = None) -> dict:
     """The figures: per case and floor, seconds (min/median/max), exit code, ratio, bound;
     with `before`, the cases from that checkout too and each median's after/before ratio."""
+    before_dir = Path(before) if before else None
     with tempfile.TemporaryDirectory(prefix="mythloop-startup-") as folder:
         tmp = Path(folder)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -64,8 +57,8 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
                 **{name: [sys.executable, "-m", "mythloop_app", *args]
                    for name, args in _cases(tmp).items()}}
         envs = dict.fromkeys(runs, env)
-        if before is not None:
-            old = {**env, "PYTHONPATH": os.pathsep.join([str(before.resolve()),
+        if before_dir is not None:
+            old = {**env, "PYTHONPATH": os.pathsep.join([str(before_dir.resolve()),
                                                          env["PYTHONPATH"]]),
                    "MYTHLOOP_DATA_ROOT": env.get("MYTHLOOP_DATA_ROOT", str(REPO)),
                    "MYTHLOOP_STATE_DIR": str(tmp / "state-before"),

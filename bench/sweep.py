@@ -1,21 +1,8 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
-
-The seed-sized sweep: conditions c0 and c3, 6 rounds, 1 replicate, the 13 in-distribution
-and null prompts (a prompts file without the held-out rows, which are extra measurement
-rows), simulated judge (noise 0.2). One process starts a temporary Prefect server once
-(heartbeats off, as `mythloop_app/commands/runtime.py` does), times the start-up and a first
-flow run, then alternates plain-loop and flow runs. A fresh `mythloop sweep` process is
-then timed end to end (imports, model load, its own temporary server, the sweep, the
-analysis) with the peak RSS of its whole process tree, server included.
-
-The simulated judge learns each round in one `learn` task (the flow's default for an
-in-process judge). The latency stand-in then runs the seed-sized sweep's rounds against the
-fake gemini CLI (tests/fakes/gemini, judge mode: the simulated judge's verdicts through the
-real CLI backend) answering after a fixed delay, one task run per turn, at --concurrency 1
-and 8 in the same run: the wall of the turns at each level.
+How it measures: docs/performance.md, "bench/sweep.py".
 
     python bench/sweep.py                 # about 4-6 minutes on 2 cores
-    python bench/sweep.py --repeats 1 --rounds 1 --no-cli --latency-delay 0.5
+    python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
 """
 
 from __future__ import annotations
