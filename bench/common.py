@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+import psutil
+
 from mythloop import procs
 from mythloop.fileio import write_json_atomic, write_text_atomic
 
@@ -73,10 +75,10 @@ def peak_rss_mb() -> float:
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system, all threads) a live process has used so far."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        cpu = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu.user + cpu.system
 
 
 def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:
@@ -100,39 +102,13 @@ def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> fl
     return last - start
 
 
-def _children_map() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # the command name may hold spaces; the parent pid follows the closing paren
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    return kids
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def tree_rss_mb(root: int) -> float:
-    """Current RSS of ROOT and all its descendants together, in MiB."""
-    kids, total, todo = _children_map(), 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += _rss_kb(pid)
-        todo.extend(kids.get(pid, []))
-    return total / 1024
+    """Current RSS of ROOT and all its live descendants together, in MiB."""
+    total = 0
+    for pid in [root, *procs.tree_pids(root)]:
+        with contextlib.suppress(psutil.Error):
+            total += psutil.Process(pid).memory_info().rss
+    return total / 2**20
 
 
 class TreeSampler:
@@ -288,23 +264,11 @@ def wait_for_quiet(threshold: float, limit_s: float, poll_s: float = 5.0) -> dic
 
 
 def _cpu_model() -> str:
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or "unknown"
-
-
-def _mem_total_gb() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return None
 
 
 def _git_commit() -> str | None:
@@ -332,7 +296,7 @@ def machine_info() -> dict:
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)),
-        "memory_gb": _mem_total_gb(),
+        "memory_gb": psutil.virtual_memory().total / 2**30,
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "packages": {name: _version(name) for name in PACKAGES},

@@ -30,10 +30,6 @@ from common import (  # noqa: E402
     wait_until_idle,
 )
 
-TARGET_WALL_S = 60.0
-TARGET_RATIO = 2.0
-TARGET_PEAK_MB = 1.5 * 1024
-TARGET_SPEEDUP = 5.0  # latency stand-in: turns at --concurrency 8 vs 1
 FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
 
 
@@ -369,14 +365,6 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
     peak = result["cli"]["peak_tree_rss_mb"] or max(
         v for v in result["peak_rss_mb"].values() if v is not None)
     result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
-    result["targets"] = {
-        f"wall incl. start-up <= {TARGET_WALL_S:.0f} s": wall <= TARGET_WALL_S,
-        f"flow/plain <= {TARGET_RATIO:g}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
-        f"peak RSS <= {TARGET_PEAK_MB / 1024:.1f} GB": peak <= TARGET_PEAK_MB,
-    }
-    if latency:
-        result["targets"][f"turns at --concurrency 8 >= {TARGET_SPEEDUP:g}x faster than 1"] = (
-            latency["turns_speedup"] >= TARGET_SPEEDUP)
     return result
 
 

@@ -116,8 +116,7 @@ def test_sweep_flow_and_plain_loop_agree(prefect_harness, tmp_path):
     assert result["failed_turns"] == {"plain": 0, "flow": 0}
     assert result["prefect_startup_s"] is None  # the harness's API was used, not a new server
     assert result["plain_s"]["n"] == 1 and result["flow_s"]["n"] == 1
-    assert set(result["targets"]) == {"wall incl. start-up <= 60 s", "flow/plain <= 2x",
-                                      "peak RSS <= 1.5 GB"}
+    assert result["headline"]["wall_with_startup_s"] > 0  # the targets' figures (report.py)
     prompts = (tmp_path / "prompts-seed13.yaml").read_text()
     assert "heldout" not in prompts and "null_prompts" in prompts
 
