@@ -81,12 +81,13 @@ def flatten(obj: object, path: list[str] | None = None) -> list[dict]:
 def provenance(part: str, machine: dict, load_before: object, load_after: object,
                command: str, quick: bool = False) -> dict:
     """Where and when a part's figures were measured, from `common.machine_info()`."""
-    date = machine["date_utc"][:16] + " UTC"
+    date = machine["date_utc"][:16] + " UTC"  # when the part started
     return {"part": part, "commit": machine["git"], "date": date, "load_before": load_before,
             "load_after": load_after, "cores": machine["cores_usable"],
             "packages": machine["packages"],
             "machine": {k: machine[k] for k in ("cpu", "cores", "memory_gb", "os", "python")},
-            "command": command, "run": f"{part} {machine['git']} {date[:16]}", "quick": quick}
+            "command": command, "quick": quick,
+            "run": f"{part} {machine['git']} {date[:16]}" + (" (quick)" if quick else "")}
 
 
 def append(records: list[dict], directory: Path = RECORDS) -> None:

@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,6 +84,7 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
     cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name,
            "--kwargs", json.dumps(kwargs), "--json", str(out)]
     load_before, meter = loadavg(), CpuMeter(name)
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     limit = TIMEOUT_S.get(name, 3600) * factor
     try:
         child = run_child(cmd, env=env, cwd=REPO, timeout=limit, log=workdir / f"{name}.log",
@@ -93,7 +95,7 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
     result.update({"harness": {"wall_s": child["wall_s"], "cpu_s": child["cpu_s"],
                                "peak_tree_rss_mb": child["peak_tree_rss_mb"],
                                "cpu_method": child["cpu_method"]},
-                   "load_before": load_before, "load_after": loadavg()})
+                   "load_before": load_before, "load_after": loadavg(), "started": started})
     if child["timed_out"]:
         result["error"] = f"ran past its {limit:.0f} s limit and was stopped"
     elif child["returncode"] != 0 or "figures" not in result:
@@ -180,8 +182,8 @@ def to_records(results: dict, machine: dict, kwargs: dict, quick: bool) -> list[
             continue
         command = (f"python bench/run_all.py --only {name}" + (" --quick" if quick else "")
                    + "".join(f" --set {k}={json.dumps(v)}" for k, v in kwargs[name].items()))
-        prov = records.provenance(name, machine, part["load_before"], part["load_after"],
-                                  command, quick)
+        prov = records.provenance(name, {**machine, "date_utc": part["started"]},
+                                  part["load_before"], part["load_after"], command, quick)
         figures = {**part["figures"], "harness": part["harness"]}
         out += [{**prov, **body} for body in records.flatten(figures)]
     return out

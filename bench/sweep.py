@@ -3,6 +3,7 @@ How it measures: docs/performance.md, "bench/sweep.py".
 
     python bench/sweep.py                 # about 4-6 minutes on 2 cores
     python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
+    python bench/sweep.py --set profile=/tmp/sweep.txt --set rounds=2   # pyinstrument, one flow
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from common import (  # noqa: E402
     run_child,
     stats,
     wait_until_idle,
+    write_text_atomic,
 )
 
 FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
@@ -281,13 +283,33 @@ def _note(message: str) -> None:
     print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
+def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
+    """Profile one sweep flow run (after a warm-up plain run); pyinstrument's text to OUT."""
+    from pyinstrument import Profiler
+
+    prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
+    plain_sweep(seed_config(workdir / "warm", prompts_file, rounds))
+    with prefect_server() as _, contextlib.redirect_stdout(io.StringIO()):
+        first_flow_seconds()
+        profiler = Profiler(interval=0.002)
+        profiler.start()
+        flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
+        profiler.stop()
+    write_text_atomic(out, profiler.output_text(unicode=False, color=False))
+    return {"profile": str(out), "rounds": rounds}
+
+
 def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
-        workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0) -> dict:
-    """All sweep figures as a dict (for `bench/run_all.py`)."""
+        workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0,
+        profile: str | None = None) -> dict:
+    """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
+    flow run, written there."""
     repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sweep-")))
+        if profile:
+            return profile_flow(Path(profile), rounds, workdir)
         prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
         counter = iter(range(10**6))
 

@@ -88,7 +88,8 @@ def test_run_all_turns_a_part_into_records_and_a_failed_part_into_none(tmp_path)
     machine = common.machine_info()
     results = {"overhead": {"figures": {"bare_ms": common.stats([3.0, 4.0])},
                             "harness": {"wall_s": 9.0, "cpu_s": 8.0, "peak_tree_rss_mb": 100.0},
-                            "load_before": [0.1, 0.1, 0.1], "load_after": [0.2, 0.2, 0.2]},
+                            "load_before": [0.1, 0.1, 0.1], "load_after": [0.2, 0.2, 0.2],
+                            "started": "2026-12-01 10:00:00 UTC"},
                "film": {"error": "boom", "harness": {"wall_s": 1.0}}}
     recs = run_all.to_records(results, machine, {"overhead": {"n": 20}}, quick=True)
     assert {r["part"] for r in recs} == {"overhead"}
@@ -96,6 +97,7 @@ def test_run_all_turns_a_part_into_records_and_a_failed_part_into_none(tmp_path)
     assert recs[0]["command"] == "python bench/run_all.py --only overhead --quick --set n=20"
     bare = next(r for r in recs if r["figure"] == "bare_ms")
     assert bare["values"] == [3.0, 4.0] and bare["load_before"] == [0.1, 0.1, 0.1]
+    assert bare["date"] == "2026-12-01 10:00 UTC" and bare["run"].endswith("(quick)")
     assert bare["commit"] == machine["git"] and bare["packages"]["prefect"] != "absent"
     records.append(recs, tmp_path)
     records.append(recs, tmp_path)  # appended, never rewritten
