@@ -120,13 +120,15 @@ def central(rec: dict) -> float | None:
     return (rec.get("summary") or {}).get("median")
 
 
-def spread(rec: dict) -> tuple[float, float, int] | None:
-    """min, max and n of a repeated figure (None for a single value or a text)."""
+def spread(rec: dict) -> tuple[float, float, int | None] | None:
+    """min, max and n of a repeated figure (n None: a ratio's range over its pairings; None
+    for a single value or a text)."""
     if rec.get("values") and len(rec["values"]) > 1:
         return min(rec["values"]), max(rec["values"]), len(rec["values"])
     s = rec.get("summary")
-    if s and s.get("n") and s["n"] > 1 and s["min"] is not None:
-        return s["min"], s["max"], s["n"]
+    if s and s["min"] is not None and s["max"] is not None and (s.get("n") or 2) > 1 \
+            and s["min"] != s["max"]:
+        return s["min"], s["max"], s.get("n")
     return None
 
 

@@ -107,7 +107,7 @@ def value(rec: dict) -> str:
     out = _num(mid) + unit
     sp = records.spread(rec)
     if sp:
-        out += f" ({_num(sp[0])} - {_num(sp[1])}, n={sp[2]})"
+        out += f" ({_num(sp[0])} - {_num(sp[1])}" + (f", n={sp[2]})" if sp[2] else ")")
     if rec.get("interval"):
         out += f" [{_num(rec['interval'][0])}, {_num(rec['interval'][1])}]"
     return out
@@ -137,6 +137,11 @@ def latest(recs: list[dict]) -> dict[tuple[str, str], dict]:
     for rec in sorted(recs, key=_key):
         out[(rec["part"], rec["figure"])] = rec
     return out
+
+
+def _desc(text: str) -> tuple[int, ...]:
+    """A sort key that puts later dates first."""
+    return tuple(-ord(c) for c in text)
 
 
 def _row(cells: list[str]) -> str:
@@ -181,8 +186,11 @@ def history(recs: list[dict]) -> list[str]:
 def part_section(part: str, recs: list[dict], last: dict) -> list[str]:
     mine = [r for r in recs if r["part"] == part]
     figures = list(dict.fromkeys(r["figure"] for r in mine))  # first-seen order
-    shown = [last[(part, f)] for f in figures]
-    runs = list(dict.fromkeys(r.get("run", "") for r in sorted(shown, key=_key)))
+    order = {f: i for i, f in enumerate(figures)}
+    # the latest run's figures first, each run's in the order they were recorded
+    shown = sorted((last[(part, f)] for f in figures),
+                   key=lambda r: (_desc(r.get("date") or ""), order[r["figure"]]))
+    runs = list(dict.fromkeys(r.get("run", "") for r in shown))
     by_run = {r.get("run", ""): r for r in shown}
     out = [f"## {TITLES.get(part, part)}", "", f"The latest record of each figure "
            f"({len(figures)} figures from {len(runs)} run(s); {len(mine)} records in "
