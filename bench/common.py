@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -32,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pydantic",
             "pyinstrument", "mythloop")
 
-__all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
+__all__ = ["REPO", "stats", "ratio_stats", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
            "process_cpu_s", "wait_until_idle", "write_text_atomic",
            "CpuMeter", "wait_for_quiet", "part_main"]
@@ -52,19 +51,6 @@ def ratio_stats(numer: list[float], denom: list[float]) -> dict:
         return {"median": None, "min": None, "max": None}
     return {"median": statistics.median(numer) / statistics.median(denom),
             "min": min(numer) / max(denom), "max": max(numer) / min(denom)}
-
-
-def timed(fn: Callable[[], object], repeats: int, warmup: int = 0) -> tuple[list[float], object]:
-    """Seconds per call over `repeats` calls after `warmup` untimed calls; also the last result."""
-    result = None
-    for _ in range(warmup):
-        result = fn()
-    seconds = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        seconds.append(time.perf_counter() - t0)
-    return seconds, result
 
 
 def peak_rss_mb() -> float:
@@ -233,6 +219,12 @@ class CpuMeter:
             fields = dict(line.split() for line in text.splitlines() if line.strip())
             return int(fields["usage_usec"]) * self.scale
         return int(text.strip()) * self.scale
+
+    def __enter__(self) -> CpuMeter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Remove the cgroup (once its processes are gone; a few tries)."""

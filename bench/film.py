@@ -539,14 +539,11 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
         say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
-        meter = CpuMeter("no-render")
-        try:
+        with CpuMeter("no-render") as meter:
             run, share = _with_server_share(
                 server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
                 workdir / f"film-{mode}-norender-{i}.log", render=False)
-            orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
-        finally:
-            meter.close()
+        orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
         wait_for_quiet(quiet_load, quiet_wait_s)
         imports.append(_import_alone("manim"))
         if server is None:
@@ -558,13 +555,10 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
 
 def _import_alone(module: str, env: dict[str, str] | None = None) -> dict:
     """Wall and CPU seconds of `python -c "import MODULE"` in a process of its own."""
-    meter = CpuMeter("import-" + module.replace(".", "-"))
-    try:
+    with CpuMeter("import-" + module.replace(".", "-")) as meter:
         run = run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
                         meter=meter)
-        return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
-    finally:
-        meter.close()
+    return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:

@@ -83,14 +83,11 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
     out = workdir / f"{name}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name,
            "--kwargs", json.dumps(kwargs), "--json", str(out)]
-    load_before, meter = loadavg(), CpuMeter(name)
+    load_before, limit = loadavg(), TIMEOUT_S.get(name, 3600) * factor
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    limit = TIMEOUT_S.get(name, 3600) * factor
-    try:
+    with CpuMeter(name) as meter:
         child = run_child(cmd, env=env, cwd=REPO, timeout=limit, log=workdir / f"{name}.log",
                           meter=meter)
-    finally:
-        meter.close()
     result = json.loads(out.read_text()) if out.exists() else {}
     result.update({"harness": {"wall_s": child["wall_s"], "cpu_s": child["cpu_s"],
                                "peak_tree_rss_mb": child["peak_tree_rss_mb"],
