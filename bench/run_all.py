@@ -9,17 +9,19 @@ figures appended to bench/records/ as records, then bench/RESULTS.md regenerated
 Default parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
 /work/shared/benchmarks), bad_input. On demand: scale (the PostgreSQL stack) and the studies
 (intervals, noise_study, analyze_speed, startup, metatool_cold, metatool_ceiling,
-metatool_replica, pool_traps, fixture_study, film_quality). Each child gets its own state and
-Prefect home, offline models and quiet logs; the harness measures its wall time, the CPU of its
-whole process tree (a cgroup where one can be made), the tree's peak memory, and the load
-average before and after, and waits first for the load to fall below the cores
-(`--quiet-wait`; a part that started busy is marked so on the page). A part that fails or runs
-out of time writes no record; the others still run.
+metatool_replica, pool_traps, fixture_study, film_quality, c5_variants). A keyword a part's
+run() does not take, or one its check() refuses, is refused in one line before anything runs.
+Each child gets its own state and Prefect home, offline models and quiet logs; the harness
+measures its wall time, the CPU of its whole process tree (a cgroup where one can be made),
+the tree's peak memory, and the load average before and after, and waits first for the load
+to fall below the cores (`--quiet-wait`; a part that started busy is marked so on the page).
+A part that fails or runs out of time writes no record; the others still run.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -47,7 +49,7 @@ from common import (  # noqa: E402
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "startup",
          "metatool_cold", "metatool_ceiling", "metatool_replica", "pool_traps", "fixture_study",
-         "film_quality")
+         "film_quality", "c5_variants")
 QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
@@ -100,6 +102,20 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
     return result
 
 
+def check(name: str, kwargs: dict) -> None:
+    """Refuse, in one line, a keyword the part's run() does not take, or what the part's own
+    check() refuses, before anything runs."""
+    repo_on_path()
+    module = __import__(name)
+    params = inspect.signature(module.run).parameters
+    unknown = [k for k in kwargs if k not in params]
+    if unknown:
+        raise SystemExit(f"run_all: {name} takes no {unknown[0]!r}; --set takes one of: "
+                         f"{', '.join(params) or 'nothing'}")
+    if hasattr(module, "check"):
+        module.check(**kwargs)
+
+
 def _value(text: str) -> object:
     try:
         return json.loads(text)
@@ -134,21 +150,23 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"--set takes KEY=VALUE, not {bad[0]!r}")
     extra = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
+    sizes = QUICK if args.quick else FULL
+    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
+    parts = [p for p in PARTS if p in wanted]
+    kwargs = {name: {**sizes.get(name, {}), **extra} for name in parts}
+    for name in parts:  # bad keywords are refused before anything runs or is written
+        check(name, kwargs[name])
 
     state = REPO / ".mythloop" / "bench"
     state.mkdir(parents=True, exist_ok=True)
     prefect_home = Path(tempfile.mkdtemp(prefix="mythloop-bench-prefect-"))
     env = bench_env(state)
     env["PREFECT_HOME"] = str(prefect_home)
-    sizes = QUICK if args.quick else FULL
-    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
-    parts = [p for p in PARTS if p in wanted]
     cores = len(os.sched_getaffinity(0))
     quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if args.quick else 300)
     machine = machine_info()
     started = time.perf_counter()
     results: dict[str, dict] = {}
-    kwargs = {name: {**sizes.get(name, {}), **extra} for name in parts}
     try:
         with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
             for name in parts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -178,14 +179,22 @@ def test_c5_variants_reads_its_settings_and_refuses_bad_ones_in_one_line(tmp_pat
 
     assert c5_variants.parse_variant("epochs=2, learning_rate=5e-5") == {
         "epochs": 2, "learning_rate": 5e-5}
+    missing = tmp_path / "none.jsonl"
     for bad in ("seed=3", "epochs", "epochs=two"):
-        proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--pairs",
-                               str(tmp_path / "none.jsonl"), "--variant", bad],
-                              capture_output=True, text=True, timeout=60)
-        assert proc.returncode != 0
-        assert proc.stderr.strip().count("\n") == 0 and "--variant" in proc.stderr, proc.stderr
-    proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--pairs",
-                           str(tmp_path / "none.jsonl")], capture_output=True, text=True,
-                          timeout=60)
+        proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--set",
+                               f"pairs={missing}", "--set", f"variants={json.dumps([bad])}",
+                               "--records", str(tmp_path / "r")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and proc.stdout == ""
+        assert proc.stderr.strip().count("\n") == 0 and "variant" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--set",
+                           f"pairs={missing}", "--records", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and proc.stderr.strip() == (
-        f"c5_variants: no pairs file at {tmp_path / 'none.jsonl'}")
+        f"c5_variants: no pairs file at {missing}: pass --set pairs=STATE/models/ft-*/pairs.jsonl")
+    proc = subprocess.run([sys.executable, str(BENCH / "c5_variants.py"), "--set", "pair=x",
+                           "--records", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stderr.strip().startswith(
+        "run_all: c5_variants takes no 'pair'; --set takes one of: pairs, sweep_json")
+    assert not (tmp_path / "r").exists()  # refused before anything was written
