@@ -120,7 +120,7 @@ def run(pairs: str = "", sweep_json: str | None = None,
             row = {"settings": settings.to_dict(), "steps": info.lineage.get("steps"),
                    "train_seconds": round(seconds, 1),
                    "dev": evaluate(str(info.path), skills, dev, cold, cache)}
-            result["variants"][_label(changes)] = row
+            result["variants"][", ".join(f"{k}={v:g}" for k, v in changes.items())] = row
             print(f"[c5 variants] {_label(changes)}: {row['steps']} steps, {seconds:.0f} s; "
                   f"{_line(row['dev'])}", file=sys.stderr)
     return result
