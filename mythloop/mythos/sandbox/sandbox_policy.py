@@ -20,6 +20,8 @@ __all__ = [
     "CONFIG_PATH_KEYS",
     "TEX_COMPILERS",
     "MANIM_STAR_MODULES",
+    "MANIM_STAR_OBJECTS",
+    "MODULE_NAME_ROOTS",
     "LATEX_DANGER_RE",
     "DUNDER_STRING_RE",
     "DARK_COLOR_NAMES",
@@ -59,6 +61,15 @@ FORBIDDEN_MODULE_PATHS = (
     "manim.console", "manim.error_console",
     "typing.get_type_hints", "typing.ForwardRef", "dataclasses.make_dataclass",
     "numpy.rec.fromfile", "numpy.ma.load", "numpy.ma.dump",
+    # manim re-exports of I/O helpers under their importers' names (found by walking
+    # every attribute chain a scene can name; tests/test_sandbox_verify.py walks them too)
+    "manim.scene.scene.scene_classes_from_file", "manim.scene.scene.Observer",
+    "manim.scene.scene.RerunSceneHandler", "manim.mobject.text.tex_mobject.tex_to_svg_file",
+    "manim.mobject.text.typst_mobject.typst_to_svg_file",
+    "manim.mobject.text.code_mobject.highlight", "manim.mobject.text.code_mobject.HtmlFormatter",
+    "manim.renderer.shader.SHADER_FOLDER", "manim.renderer.shader.Path",
+    "manim.config.digest_file", "manim.config.digest_args", "manim.config.digest_parser",
+    "manim.config.get_dir",
 )
 
 # Modules a scene must never reach: not importable, and never a component of an
@@ -106,6 +117,24 @@ DANGEROUS_ATTRS = frozenset({
     # introspection that finds live objects (the audit hook's guard) or evaluates strings
     "get_objects", "get_referrers", "get_referents", "get_type_hints", "ForwardRef",
     "get_annotations",
+    # numpy's file layer however it is reached (getattr(np, "lib").npyio.DataSource(None)
+    # .open(path, "wb"), a module passed as a parameter): npyio, the DataSource opener,
+    # open_memmap, the test helpers that make temp files or build C extensions, f2py,
+    # ctypes library loading
+    "lib", "npyio", "_npyio_impl", "_format_impl", "DataSource", "_datasource",
+    "open", "load", "save", "savez", "savez_compressed", "testing", "extbuild",
+    "build_and_import_extension", "temppath", "tempdir", "f2py", "distutils", "ctypeslib",
+    "load_library", "_core",
+    # writes through objects a scene can get: a PIL image (Mobject.get_image(), the
+    # camera's), Mobject.save_image, a cairo surface (camera.get_cairo_context(...)
+    # .get_target()), rich's pager (a process), manim helpers that run latex/typst or load
+    # scene code from a file
+    "save_image", "write_to_png", "create_from_png", "pager", "tex_to_svg_file",
+    "typst_to_svg_file", "compile_tex", "convert_to_svg", "scene_classes_from_file",
+    "get_module", "modify_atime", "get_plugins", "list_plugins", "HtmlFormatter",
+    "SHADER_FOLDER", "digest_file", "digest_args", "digest_parser", "get_image",
+    "get_cairo_context", "text2svg", "MarkupUtils", "PangoUtils", "register_font",
+    "fc_register_font", "file_name",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.
@@ -128,6 +157,10 @@ ASSET_CALLS = frozenset({
     "guarantee_empty_existence", "SceneFileWriter", "Typst", "MathTypst",
     # manim.utils.commands, star-imported: run processes (ffprobe, ...) or list folders
     "capture", "get_video_metadata", "get_dir_layout",
+    # manim.utils.file_ops / manim.plugins, star-imported: touch a file, import plugins
+    "modify_atime", "get_plugins", "list_plugins",
+    # numpy's file opener, by any name a scene could give it
+    "DataSource",
 })
 
 # manim config keys that redirect output, load files or launch viewers.
@@ -156,10 +189,25 @@ MANIM_STAR_MODULES = {
     "plugins": "manim.plugins",
 }
 
+# Objects (not modules) that `from manim import *` puts into a scene's namespace and
+# whose attributes are checked as module paths: the config's private parser reads any
+# file, `config.digest_file(...)` too; the rich consoles open a pager process.
+MANIM_STAR_OBJECTS = {
+    "config": "manim.config", "console": "manim.console", "error_console": "manim.error_console",
+}
+
+# Attribute names under which allowed packages hold numpy or manim themselves
+# (`mobject.geometry.arc.np`): a module path is checked again from each of them, so
+# `...arc.np.lib` is `numpy.lib`.
+MODULE_NAME_ROOTS = {"np": "numpy", "numpy": "numpy", "manim": "manim"}
+
 # TeX primitives that read or write files or run code (LaTeX strings reach latex).
 LATEX_DANGER_RE = re.compile(
     r"\\(input|include|includegraphics|openin|openout|write|immediate|read|readline|"
-    r"directlua|latelua|special|catcode|ShellEscape|usepackage\s*\{\s*shellesc)(?![A-Za-z])"
+    r"directlua|latelua|special|catcode|ShellEscape|usepackage\s*\{\s*shellesc|"
+    # a control sequence built from text (\csname input\endcsname), LaTeX's own readers
+    r"csname|InputIfFileExists|@+input|lstinputlisting|verbatiminput|filecontents|"
+    r"pdffiledump|pdfximage|openin|scantokens)(?![A-Za-z])"
 )
 
 # A string literal naming an introspection dunder (feeds getattr/format tricks).

@@ -54,13 +54,39 @@ def requires_light_art_direction(prompt: str) -> bool:
     return any(t in text for t in positive) and any(t in text for t in negative)
 
 
+def _literal_getattr(node: ast.AST) -> tuple[ast.AST, str] | None:
+    """(receiver, name) when NODE is `getattr(x, "name")` or `getattr(x, "name", default)`:
+    the same lookup as `x.name`, so every attribute rule applies to it."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr" and len(node.args) in (2, 3) and not node.keywords
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[0], node.args[1].value
+    return None
+
+
 def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
-    """Split `a.b.c` into its root node and attribute names ['b', 'c']."""
+    """Split `a.b.c` (or `getattr(a, "b").c`) into its root node and names ['b', 'c']."""
     names: list[str] = []
-    while isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        node = node.value
-    return node, names[::-1]
+    while True:
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+            continue
+        lookup = _literal_getattr(node)
+        if lookup is None:
+            return node, names[::-1]
+        node, name = lookup
+        names.append(name)
+
+
+def _as_attribute(node: ast.Call, ctx: ast.expr_context) -> ast.Attribute | None:
+    """`getattr/setattr/delattr(x, "name", ...)` as the attribute node `x.name` it stands
+    for (load, store or delete), placed at the call, so it is checked like one."""
+    if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant)
+                                  and isinstance(node.args[1].value, str)):
+        return None
+    attr = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ctx)
+    return ast.copy_location(attr, node)
 
 
 _HUGE = 10**8
@@ -155,6 +181,12 @@ class _Checker(ast.NodeVisitor):
                 return f"'{path}' reaches the 'types' module (code objects); not allowed"
             if part in P.DANGEROUS_MODULE_NAMES:
                 return f"'{path}' reaches the '{part}' module; not allowed in a scene"
+        for i, part in enumerate(parts[1:], 1):  # `mobject.geometry.arc.np.lib` is numpy.lib
+            if part in P.MODULE_NAME_ROOTS and i + 1 < len(parts):
+                problem = self._module_problem(".".join([P.MODULE_NAME_ROOTS[part],
+                                                         *parts[i + 1:]]))
+                if problem:
+                    return f"'{path}' is {problem}"
         return None
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -192,6 +224,7 @@ class _Checker(ast.NodeVisitor):
             if alias.name == "*":
                 if module == "manim":
                     self.aliases.update(P.MANIM_STAR_MODULES)
+                    self.aliases.update(P.MANIM_STAR_OBJECTS)
                 continue
             full = f"{module}.{alias.name}"
             problem = self._module_problem(full)
@@ -287,11 +320,21 @@ class _Checker(ast.NodeVisitor):
         return next((k.value for k in node.keywords if k.arg == "filename_or_array"), None)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._check_attribute(node)
+        self.generic_visit(node)
+
+    def _check_attribute(self, node: ast.Attribute) -> None:
+        """The rules for `x.attr`, also applied to `getattr(x, "attr")` and setattr/delattr."""
         attr = node.attr
+        dunder = attr.startswith("__") and attr.endswith("__")
         if attr == "animate" and self._is_camera(node.value):
             self.flag(node, _CAMERA_RULE)
-        elif attr.startswith("__") and attr.endswith("__") and attr not in P.SAFE_DUNDERS:
+        elif dunder and attr not in P.SAFE_DUNDERS:
             self.flag(node, f"attribute '{attr}' reaches interpreter internals; not allowed")
+        elif attr.startswith("_") and not dunder and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            self.flag(node, f"private attribute '.{attr}' of another object is not allowed "
+                            "(only self._name); use its public API")
         elif attr in P.DANGEROUS_ATTRS:
             self.flag(node, f"attribute '.{attr}' reaches the OS, files or interpreter; "
                             "not allowed in a scene")
@@ -309,7 +352,6 @@ class _Checker(ast.NodeVisitor):
                     return  # one report per chain
             if attr == "tex_compiler" and isinstance(node.ctx, ast.Store):
                 self.flag(node, "setting tex_compiler is not allowed (manim picks latex)")
-        self.generic_visit(node)
 
     # --- loops and allocations (render would kill them; say so up front) ---
     def visit_While(self, node: ast.While) -> None:
@@ -358,8 +400,18 @@ class _Checker(ast.NodeVisitor):
             self._check_reflection(node, name)
         if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
             self._check_format(node, func)
-        if any(k.arg is None for k in node.keywords) and name in ("Code", *P.ASSET_CALLS):
+        if any(k.arg is None for k in node.keywords) and name in (
+                "Code", "TexTemplate", "replace", "tempconfig", "update", *P.ASSET_CALLS):
             self.flag(node, f"{name}(**...) hides which arguments it gets; pass them by name")
+        if isinstance(func, ast.Attribute) and func.attr == "show" and self._is_viewer(node):
+            self.flag(node, "Mobject.show() / Image.show() save the frame and start an image "
+                            "viewer process; add the mobject to the scene instead")
+        if name == "tempconfig" or (isinstance(func, ast.Attribute) and func.attr == "update"
+                                    and self._is_config(func.value)):
+            if not all(isinstance(a, ast.Dict) and None not in a.keys
+                       and all(isinstance(k, ast.Constant) for k in a.keys) for a in node.args):
+                self.flag(node, f"{name}(...) of manim settings needs a literal dict with "
+                                "literal keys (settings that redirect files are not allowed)")
         if name == "Code" and (node.args or any(k.arg in ("file_name", "code_file")
                                                 for k in node.keywords)):
             self.flag(node, "Code(...) may only take code_string=...; reading files is not allowed")
@@ -377,6 +429,22 @@ class _Checker(ast.NodeVisitor):
         else:
             self.generic_visit(node)
 
+    def _is_config(self, node: ast.AST) -> bool:
+        """True when NODE names manim's config (`config`, `manim.config`, an alias)."""
+        root, names = _chain(node)
+        return isinstance(root, ast.Name) and ".".join(
+            [self.aliases.get(root.id, ""), *names]) in ("manim.config", "manim._config.config")
+
+    def _is_viewer(self, node: ast.Call) -> bool:
+        """A `.show(...)` that is Mobject.show(camera=None) or PIL's Image.show(title=None),
+        not a caption lane's `lane.show(text, ...)`: no text, or a camera as its argument."""
+        if any(k.arg in ("camera", "title") for k in node.keywords):
+            return True
+        if not node.args:
+            return not any(k.arg == "text" for k in node.keywords)
+        return self._camera_ref(node.args[0]) is not None or (
+            isinstance(node.args[0], ast.Name) and node.args[0].id == "camera")
+
     def _check_reflection(self, node: ast.Call, name: str) -> None:
         target = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(target, ast.Constant) and isinstance(target.value, str)):
@@ -386,8 +454,15 @@ class _Checker(ast.NodeVisitor):
         attr = target.value
         if attr.startswith("_") or attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
             self.flag(node, f"{name}(..., '{attr}') reaches internals; not allowed")
-        elif attr == "animate" and node.args and self._is_camera(node.args[0]):
-            self.flag(node, _CAMERA_RULE)
+            return
+        # the lookup it stands for, checked by every attribute rule: getattr(np, "lib") is
+        # np.lib, setattr(t, "tex_compiler", v) sets t.tex_compiler
+        ctx = {"getattr": ast.Load(), "setattr": ast.Store(), "delattr": ast.Del()}[name]
+        as_attr = _as_attribute(node, ctx)
+        if as_attr is not None:
+            self._check_attribute(as_attr)
+            if name == "setattr" and len(node.args) > 2:
+                self._bind(as_attr, node.args[2])
 
     # --- string annotations, str.format ---------------------------------------
     def _check_annotation(self, annotation: ast.AST | None) -> None:
@@ -454,6 +529,10 @@ class _Checker(ast.NodeVisitor):
                 self._flag_dark(value)
         elif isinstance(target, ast.Subscript):
             key = target.slice
+            if not isinstance(key, ast.Constant) and self._is_config(target.value):
+                self.flag(target, "manim settings may only be set by a literal name "
+                                  "(config['name'] = ...); settings that redirect files are "
+                                  "not allowed")
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 if key.value in P.CONFIG_PATH_KEYS:
                     self.flag(target, f"manim setting '{key.value}' is not allowed in a scene")
@@ -546,6 +625,38 @@ def _collect_bindings(tree: ast.AST, checker: _Checker) -> None:
                     checker.bindings.setdefault(name, []).append(None)
 
 
+def _collect_module_aliases(tree: ast.AST, checker: _Checker) -> None:
+    """Names bound to a module or an object whose attributes are module paths, wherever
+    they are bound: imports, and plain assignments of such a chain (`n = np`,
+    `m = getattr(np, "lib")`, `a, b = np, 1`, `(c := config)`), so `n.lib` is numpy.lib."""
+    scout = _Checker(light_prompt=False)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            scout.visit(node)
+    pairs: list[tuple[ast.AST, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs.extend((t, node.value) for t in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs.append((node.target, node.value))
+    flat: list[tuple[str, ast.AST]] = []
+    while pairs:
+        target, value = pairs.pop()
+        if isinstance(target, ast.Name):
+            flat.append((target.id, value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            pairs.extend(zip(target.elts, value.elts, strict=True))
+    aliases = dict(scout.aliases)
+    for _ in range(4):  # aliases of aliases
+        for name, value in flat:
+            root, names = _chain(value)
+            if isinstance(root, ast.Name) and root.id in aliases and name not in aliases:
+                aliases[name] = ".".join([aliases[root.id], *names])
+    for name, path in aliases.items():
+        checker.aliases.setdefault(name, path)
+
+
 def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
     """Statically check scene code; on rejection give the first problem and its line."""
     try:
@@ -569,6 +680,7 @@ def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
             elif ref == "frame":
                 checker.frame_aliases.add(target.id)
     _collect_bindings(tree, checker)
+    _collect_module_aliases(tree, checker)
     try:
         checker.visit(tree)
     except RecursionError:
