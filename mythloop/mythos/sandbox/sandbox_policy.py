@@ -86,6 +86,9 @@ DANGEROUS_MODULE_NAMES = frozenset({
     "bltns", "op", "PIL", "Image", "av", "cairo", "se", "svgelements", "ET", "xml", "nx",
     "networkx", "moderngl", "manimpango", "srt", "json", "FunctionType", "CodeType",
     "ModuleType", "MethodType", "LambdaType", "typst", "typst_compiler",
+    # warnings.formatwarning("", Warning, "/etc/passwd", 1) quotes a line of any file
+    # (linecache); contextlib.chdir moves the process
+    "warnings", "linecache", "tokenize", "traceback", "contextlib",
 })
 
 # Builtins that evaluate strings, reach globals or do I/O.
@@ -134,7 +137,8 @@ DANGEROUS_ATTRS = frozenset({
     "get_module", "modify_atime", "get_plugins", "list_plugins", "HtmlFormatter",
     "SHADER_FOLDER", "digest_file", "digest_args", "digest_parser", "get_image",
     "get_cairo_context", "text2svg", "MarkupUtils", "PangoUtils", "register_font",
-    "fc_register_font", "file_name",
+    "fc_register_font", "file_name", "formatwarning", "showwarning", "warn_explicit",
+    "getline", "getlines",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.
@@ -158,7 +162,8 @@ ASSET_CALLS = frozenset({
     # manim.utils.commands, star-imported: run processes (ffprobe, ...) or list folders
     "capture", "get_video_metadata", "get_dir_layout",
     # manim.utils.file_ops / manim.plugins, star-imported: touch a file, import plugins
-    "modify_atime", "get_plugins", "list_plugins",
+    "modify_atime", "get_plugins", "list_plugins", "add_extension_if_not_present",
+    "ensure_executable",
     # numpy's file opener, by any name a scene could give it
     "DataSource",
 })

@@ -251,6 +251,11 @@ class _Checker(ast.NodeVisitor):
         elif node.id in P.ASSET_CALLS:
             self.flag(node, f"'{node.id}' loads external files or writes outside the render; "
                             "the charter forbids assets and file I/O")
+        elif isinstance(node.ctx, ast.Load) and self.aliases.get(node.id, "").split(".")[0] \
+                in P.ALLOWED_IMPORT_ROOTS:
+            problem = self._module_problem(self.aliases[node.id])  # `plugins`, `console`
+            if problem:
+                self.flag(node, f"'{node.id}' is {problem}")
 
     def _camera_ref(self, node: ast.AST) -> str | None:
         """'camera' when NODE is (an alias of) the scene's camera, 'frame' for its frame."""
@@ -452,8 +457,13 @@ class _Checker(ast.NodeVisitor):
                             "(string-built lookups can reach anything)")
             return
         attr = target.value
-        if attr.startswith("_") or attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
-            self.flag(node, f"{name}(..., '{attr}') reaches internals; not allowed")
+        if attr.startswith("_"):
+            self.flag(node, f"{name}(..., '{attr}') reaches a private or interpreter-internal "
+                            "attribute; not allowed")
+            return
+        if attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
+            self.flag(node, f"{name}(..., '{attr}') is .{attr}, which reaches the OS, files, "
+                            "processes or manim's file settings; not allowed in a scene")
             return
         # the lookup it stands for, checked by every attribute rule: getattr(np, "lib") is
         # np.lib, setattr(t, "tex_compiler", v) sets t.tex_compiler
