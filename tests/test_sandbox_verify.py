@@ -165,6 +165,10 @@ REJECT = {
     "warnings_reexport": _scene(
         "animation.animation.mobject.warnings.formatwarning('', Warning, '/etc/hostname', 1)"),
     "formatwarning_any_receiver": _scene("w.formatwarning('', Warning, '/etc/hostname', 1)"),
+    "text_file_path": _scene("p = type(Text('x').get_file_path())('/tmp/v').rename('/tmp/w')"),
+    "camera_background_image": _scene("self.camera.background_image = '/tmp/secret.png'"),
+    "camera_background_kw": _scene("c = Camera(background_image='/tmp/secret.png')"),
+    "segment_cache_cleaner": _scene("utils.caching.clear_segment_cache(d)"),
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }

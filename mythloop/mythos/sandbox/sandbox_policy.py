@@ -139,6 +139,10 @@ DANGEROUS_ATTRS = frozenset({
     "get_cairo_context", "text2svg", "MarkupUtils", "PangoUtils", "register_font",
     "fc_register_font", "file_name", "formatwarning", "showwarning", "warn_explicit",
     "getline", "getlines",
+    # Path objects a scene can get (a Path's rename/replace move any file), the camera's
+    # background reader, manim's segment-cache cleaners (delete videos in any folder)
+    "get_file_path", "get_background_array", "init_background", "get_image_from_file",
+    "clear_segment_cache", "prune_segment_cache", "VideoSegmentEncoder",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.
@@ -159,6 +163,7 @@ ASSET_CALLS = frozenset({
     "seek_full_path_from_defaults", "get_full_raster_image_path",
     "get_full_vector_image_path", "get_full_sound_file_path", "guarantee_existence",
     "guarantee_empty_existence", "SceneFileWriter", "Typst", "MathTypst",
+    "OpenGLTexturedSurface",
     # manim.utils.commands, star-imported: run processes (ffprobe, ...) or list folders
     "capture", "get_video_metadata", "get_dir_layout",
     # manim.utils.file_ops / manim.plugins, star-imported: touch a file, import plugins
@@ -174,6 +179,8 @@ CONFIG_PATH_KEYS = frozenset({
     "sections_dir", "log_dir", "output_file", "input_file", "assets_dir",
     "custom_folders", "tex_template_file", "plugins", "ffmpeg_executable", "preview",
     "show_in_file_browser", "media_embed", "config_file",
+    # not settings, but the same kind of name: an image file the camera or a surface reads
+    "background_image", "image_file", "dark_image_file",
 })
 
 TEX_COMPILERS = frozenset({"latex", "pdflatex", "xelatex", "lualatex"})

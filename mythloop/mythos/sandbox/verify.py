@@ -346,8 +346,8 @@ class _Checker(ast.NodeVisitor):
         elif attr in P.ASSET_CALLS:
             self.flag(node, f"'.{attr}' loads external files or writes outside the render")
         elif attr in P.CONFIG_PATH_KEYS:
-            self.flag(node, f"manim setting '{attr}' redirects files or launches programs; "
-                            "the render sets it")
+            self.flag(node, f"'.{attr}' is a manim setting or attribute that reads or "
+                            "redirects files or launches programs; the render sets it")
         else:
             root, names = _chain(node)
             if isinstance(root, ast.Name) and root.id in self.aliases:
