@@ -169,6 +169,13 @@ REJECT = {
     "camera_background_image": _scene("self.camera.background_image = '/tmp/secret.png'"),
     "camera_background_kw": _scene("c = Camera(background_image='/tmp/secret.png')"),
     "segment_cache_cleaner": _scene("utils.caching.clear_segment_cache(d)"),
+    "from_import_io_name": "from manim.utils.caching import clear_segment_cache\n" + _scene("pass"),
+    "numpy_test_module": "from numpy.random.tests.test_extending import module_from_spec\n"
+                         + _scene("pass"),
+    "numpy_testutils": "from numpy.ma import testutils\n" + _scene("pass"),
+    "numpy_mrecords": "import numpy.ma.mrecords as r\n" + _scene("r.fromtextfile('/etc/x')"),
+    "tex_template_from_file": _scene("t = TexTemplate.from_file('/etc/hostname')"),
+    "shader_file_reader": _scene("renderer.shader_wrapper.get_shader_code_from_file(p)"),
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
@@ -242,6 +249,9 @@ ACCEPT = {
                                   "self.lane = lane\nself.lane.show('x', color=BLUE)"),
     "latex_words_like_readers": _scene(r"Tex(r'\textbf{input} and \inputlineno')"),
     "text_mentions_file_name": _scene("Text('file_name: scene.py, save, load')"),
+    "from_import_safe_names": "from manim.utils.rate_functions import smooth\n"
+                              "from manim.utils.color import core\nimport numpy.ma as ma\n"
+                              + _scene("m = ma.masked_array([1, 2], mask=[0, 1])"),
 }
 
 

@@ -60,7 +60,7 @@ FORBIDDEN_MODULE_PATHS = (
     "manim.mobject.svg.svg_mobject", "typing.types", "dataclasses.types", "enum.bltns",
     "manim.console", "manim.error_console",
     "typing.get_type_hints", "typing.ForwardRef", "dataclasses.make_dataclass",
-    "numpy.rec.fromfile", "numpy.ma.load", "numpy.ma.dump",
+    "numpy.rec.fromfile", "numpy.ma.load", "numpy.ma.dump", "numpy.ma.mrecords",
     # manim re-exports of I/O helpers under their importers' names (found by walking
     # every attribute chain a scene can name; tests/test_sandbox_verify.py walks them too)
     "manim.scene.scene.scene_classes_from_file", "manim.scene.scene.Observer",
@@ -69,7 +69,7 @@ FORBIDDEN_MODULE_PATHS = (
     "manim.mobject.text.code_mobject.highlight", "manim.mobject.text.code_mobject.HtmlFormatter",
     "manim.renderer.shader.SHADER_FOLDER", "manim.renderer.shader.Path",
     "manim.config.digest_file", "manim.config.digest_args", "manim.config.digest_parser",
-    "manim.config.get_dir",
+    "manim.config.get_dir", "manim.renderer.shader", "manim.renderer.shader_wrapper",
 )
 
 # Modules a scene must never reach: not importable, and never a component of an
@@ -89,6 +89,9 @@ DANGEROUS_MODULE_NAMES = frozenset({
     # warnings.formatwarning("", Warning, "/etc/passwd", 1) quotes a line of any file
     # (linecache); contextlib.chdir moves the process
     "warnings", "linecache", "tokenize", "traceback", "contextlib",
+    # test packages and helpers shipped inside allowed packages: they import anything
+    # (numpy.random.tests.test_extending holds spec_from_file_location, subprocess, ...)
+    "tests", "conftest", "testing", "testutils", "_pytesttester",
 })
 
 # Builtins that evaluate strings, reach globals or do I/O.
@@ -143,6 +146,12 @@ DANGEROUS_ATTRS = frozenset({
     # background reader, manim's segment-cache cleaners (delete videos in any folder)
     "get_file_path", "get_background_array", "init_background", "get_image_from_file",
     "clear_segment_cache", "prune_segment_cache", "VideoSegmentEncoder",
+    # numpy.ma.mrecords' text-file reader, manim's shader-file reader, import machinery
+    "mrecords", "fromtextfile", "get_shader_code_from_file", "find_file",
+    "spec_from_file_location", "module_from_spec", "exec_module", "spec_from_loader",
+    "load_module", "SourceFileLoader",
+    # TexTemplate.from_file reads any file as the template (its text is then `.body`)
+    "from_file",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.

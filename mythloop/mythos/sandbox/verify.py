@@ -181,6 +181,9 @@ class _Checker(ast.NodeVisitor):
                 return f"'{path}' reaches the 'types' module (code objects); not allowed"
             if part in P.DANGEROUS_MODULE_NAMES:
                 return f"'{path}' reaches the '{part}' module; not allowed in a scene"
+            if part in P.DANGEROUS_ATTRS:  # `from m import name` is `m.name`
+                return (f"'{path}' reaches '{part}', which does file, process or "
+                        "code-loading I/O; not allowed in a scene")
         for i, part in enumerate(parts[1:], 1):  # `mobject.geometry.arc.np.lib` is numpy.lib
             if part in P.MODULE_NAME_ROOTS and i + 1 < len(parts):
                 problem = self._module_problem(".".join([P.MODULE_NAME_ROOTS[part],
