@@ -176,6 +176,7 @@ REJECT = {
     "numpy_mrecords": "import numpy.ma.mrecords as r\n" + _scene("r.fromtextfile('/etc/x')"),
     "tex_template_from_file": _scene("t = TexTemplate.from_file('/etc/hostname')"),
     "shader_file_reader": _scene("renderer.shader_wrapper.get_shader_code_from_file(p)"),
+    "numpy_mypy_plugin": "import numpy.typing.mypy_plugin as m\n" + _scene("x = m.mypy"),
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
@@ -369,7 +370,8 @@ def test_cli_render_unknown_scene_is_one_line(tmp_path):
 
 
 # Walks every attribute chain a scene can write from what it may name (the star import,
-# the allowed modules) down manim's and numpy's modules and classes, and lists the chains
+# the allowed modules, the submodules of manim and numpy it may import) down manim's and
+# numpy's modules and classes, and lists the chains
 # that reach a module or object doing file, process or code-loading I/O yet pass verify
 # (as `x = chain`; `getattr(x, "name")` is checked as `x.name`, so one form covers both).
 # cairo and PIL are left out: what they expose this way (cairo.Context, PIL enums) does no
@@ -394,9 +396,16 @@ HARMLESS = ("importlib.metadata",)  # version lookups
 INERT = {"os.PathLike", "contextlib.suppress", "contextlib.contextmanager",
          "manimpango.cmanimpango.TextSetting"}
 
+# modules outside the allowed ones that a module may hold and that do no I/O
+INERT_MODULES = set(P.ALLOWED_IMPORT_ROOTS) | {
+    "re", "keyword", "copy", "textwrap", "colorsys", "datetime", "time", "hashlib", "queue",
+    "string", "heapq", "bisect", "weakref", "operator"}
+
 def does_io(obj):
     if isinstance(obj, (pathlib.PurePath, configparser.RawConfigParser)):
         return True
+    if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in INERT_MODULES:
+        return True  # anything else a module holds (mypy, ast, ...) is a way out
     if f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}" in INERT:
         return False
     name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
@@ -432,6 +441,17 @@ for name, value in ns.items():
         walk(value, [name], "from manim import *\n", 1)
 for root in sorted(P.ALLOWED_IMPORT_ROOTS - {"__future__", "manim", "colour"}):
     walk(importlib.import_module(root), [root], f"import {root}\n", 1)
+# and every submodule of manim and numpy that verify lets a scene import
+import contextlib, io, numpy, pkgutil
+for pkg in (manim, numpy):
+    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if verify_scene(f"import {info.name}\n").ok:
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    module = importlib.import_module(info.name)
+            except Exception:
+                continue
+            walk(module, [info.name], f"import {info.name}\n", 1)
 print(len(found))
 for header, chain in found:
     if verify_scene(header + f"x = {chain}\n").ok:

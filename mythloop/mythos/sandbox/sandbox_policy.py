@@ -92,6 +92,9 @@ DANGEROUS_MODULE_NAMES = frozenset({
     # test packages and helpers shipped inside allowed packages: they import anything
     # (numpy.random.tests.test_extending holds spec_from_file_location, subprocess, ...)
     "tests", "conftest", "testing", "testutils", "_pytesttester",
+    # numpy.typing.mypy_plugin holds mypy (file writers, a build, IPC) where installed;
+    # numpy.matrixlib.defmatrix holds ast
+    "mypy", "mypy_plugin", "ast",
 })
 
 # Builtins that evaluate strings, reach globals or do I/O.
