@@ -177,6 +177,12 @@ REJECT = {
     "tex_template_from_file": _scene("t = TexTemplate.from_file('/etc/hostname')"),
     "shader_file_reader": _scene("renderer.shader_wrapper.get_shader_code_from_file(p)"),
     "numpy_mypy_plugin": "import numpy.typing.mypy_plugin as m\n" + _scene("x = m.mypy"),
+    "match_class_keyword": "import numpy as np\n" + _scene(
+        "match np:\n    case object(save=store):\n        store('x.npy', [1])"),
+    "match_nested_keyword": "import numpy as np\n" + _scene(
+        "match np:\n    case object(core=object(records=r)):\n        pass"),
+    "module_name_on_parameter": "def f(m):\n    return m.warnings.formatwarning\n",
+    "manim_io_module_on_parameter": "def f(m):\n    return m.file_ops.os\n",
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
@@ -250,6 +256,10 @@ ACCEPT = {
                                   "self.lane = lane\nself.lane.show('x', color=BLUE)"),
     "latex_words_like_readers": _scene(r"Tex(r'\textbf{input} and \inputlineno')"),
     "text_mentions_file_name": _scene("Text('file_name: scene.py, save, load')"),
+    "match_class_safe_attrs": _scene("match Circle():\n    case Circle(radius=r):\n"
+                                     "        pass\n    case [a, b] | {'k': a}:\n        pass"),
+    "own_attribute_named_like_a_module": _scene("self.code = Code(code_string='x = 1')\n"
+                                                "self.add(self.code)"),
     "from_import_safe_names": "from manim.utils.rate_functions import smooth\n"
                               "from manim.utils.color import core\nimport numpy.ma as ma\n"
                               + _scene("m = ma.masked_array([1, 2], mask=[0, 1])"),
@@ -456,6 +466,12 @@ print(len(found))
 for header, chain in found:
     if verify_scene(header + f"x = {chain}\n").ok:
         print(chain)
+    # the same lookups below a module handed to code verify cannot follow (a parameter,
+    # a list item): the names alone must give them away
+    root, _, rest = chain.partition(".")
+    root_is_module = header.startswith("import") or isinstance(ns.get(root), types.ModuleType)
+    if rest and root_is_module and verify_scene(f"def f(q):\n    return q.{rest}\n").ok:
+        print("param:" + chain)
 '''
 
 

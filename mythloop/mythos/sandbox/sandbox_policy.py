@@ -95,6 +95,9 @@ DANGEROUS_MODULE_NAMES = frozenset({
     # numpy.typing.mypy_plugin holds mypy (file writers, a build, IPC) where installed;
     # numpy.matrixlib.defmatrix holds ast
     "mypy", "mypy_plugin", "ast",
+    # manim's own I/O modules by their last name, for receivers verify cannot follow
+    "file_ops", "module_ops", "tex_file_writing", "typst_file_writing",
+    "scene_file_writer", "ipython_magic", "plugins_flags", "commands", "sounds", "docbuild",
 })
 
 # Builtins that evaluate strings, reach globals or do I/O.
@@ -154,7 +157,7 @@ DANGEROUS_ATTRS = frozenset({
     "spec_from_file_location", "module_from_spec", "exec_module", "spec_from_loader",
     "load_module", "SourceFileLoader",
     # TexTemplate.from_file reads any file as the template (its text is then `.body`)
-    "from_file",
+    "from_file", "Observer", "RerunSceneHandler",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.

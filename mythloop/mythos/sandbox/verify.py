@@ -358,8 +358,46 @@ class _Checker(ast.NodeVisitor):
                 if problem:
                     self.flag(node, problem)
                     return  # one report per chain
+            elif (attr in P.DANGEROUS_MODULE_NAMES or attr == "types") and not (
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                # a module held by an object verify cannot follow (a parameter, a list
+                # item): `(lambda m: m.warnings)(mobject.mobject)`
+                self.flag(node, f"attribute '.{attr}' reaches the '{attr}' module; not "
+                                "allowed in a scene")
+                return
             if attr == "tex_compiler" and isinstance(node.ctx, ast.Store):
                 self.flag(node, "setting tex_compiler is not allowed (manim picks latex)")
+
+    # --- structural pattern matching: `case C(name=x)` reads subject.name -----
+    def visit_Match(self, node: ast.Match) -> None:
+        for case in node.cases:
+            self._check_pattern(case.pattern, node.subject)
+        self.generic_visit(node)
+
+    def _check_pattern(self, pattern: ast.pattern, subject: ast.expr) -> None:
+        """Class patterns look attributes up on what they match (`match np: case
+        object(save=f)` binds np.save): each keyword is checked as `subject.name`, and the
+        patterns under it as matching that attribute."""
+        if isinstance(pattern, ast.MatchClass):
+            for name, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns, strict=True):
+                looked_up = ast.copy_location(
+                    ast.Attribute(value=subject, attr=name, ctx=ast.Load()), sub)
+                self._check_attribute(looked_up)
+                self._check_pattern(sub, looked_up)
+            unknown = ast.copy_location(ast.Name(id="_", ctx=ast.Load()), pattern)
+            for sub in pattern.patterns:  # positional: attributes named by __match_args__
+                self._check_pattern(sub, unknown)
+        elif isinstance(pattern, (ast.MatchOr, ast.MatchSequence)):
+            for sub in pattern.patterns:
+                self._check_pattern(sub, subject if isinstance(pattern, ast.MatchOr)
+                                    else ast.copy_location(ast.Name(id="_", ctx=ast.Load()),
+                                                           sub))
+        elif isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            self._check_pattern(pattern.pattern, subject)
+        elif isinstance(pattern, ast.MatchMapping):
+            for sub in pattern.patterns:
+                self._check_pattern(sub, ast.copy_location(ast.Name(id="_", ctx=ast.Load()),
+                                                           sub))
 
     # --- loops and allocations (render would kill them; say so up front) ---
     def visit_While(self, node: ast.While) -> None:
