@@ -183,6 +183,11 @@ REJECT = {
         "match np:\n    case object(core=object(records=r)):\n        pass"),
     "module_name_on_parameter": "def f(m):\n    return m.warnings.formatwarning\n",
     "manim_io_module_on_parameter": "def f(m):\n    return m.file_ops.os\n",
+    "hook_modify_xml_tree": "from manim import *\n\nclass T(Text):\n"
+                            "    def modify_xml_tree(self, tree):\n        return tree\n",
+    "hook_text2svg": "from manim import *\n\nclass T(Text):\n"
+                     "    def _text2svg(self, color):\n        return '/tmp/x.svg'\n",
+    "parsed_tree_write": "def f(tree):\n    tree.write('/tmp/x.svg')\n",
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
@@ -260,6 +265,11 @@ ACCEPT = {
                                      "        pass\n    case [a, b] | {'k': a}:\n        pass"),
     "own_attribute_named_like_a_module": _scene("self.code = Code(code_string='x = 1')\n"
                                                 "self.add(self.code)"),
+    "text_subclass_own_methods": "from manim import *\n\nclass T(Text):\n"
+                                 "    def __init__(self, text, **kw):\n"
+                                 "        super().__init__(text, font_size=30, **kw)\n\n"
+                                 "    def get_label(self):\n        return self.text\n"
+                                 + _scene("self.play(Write(T('x')))"),
     "from_import_safe_names": "from manim.utils.rate_functions import smooth\n"
                               "from manim.utils.color import core\nimport numpy.ma as ma\n"
                               + _scene("m = ma.masked_array([1, 2], mask=[0, 1])"),

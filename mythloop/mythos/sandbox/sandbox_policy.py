@@ -15,6 +15,7 @@ __all__ = [
     "DANGEROUS_MODULE_NAMES",
     "FORBIDDEN_BUILTINS",
     "DANGEROUS_ATTRS",
+    "MANIM_FILE_HOOKS",
     "SAFE_DUNDERS",
     "ASSET_CALLS",
     "CONFIG_PATH_KEYS",
@@ -158,6 +159,17 @@ DANGEROUS_ATTRS = frozenset({
     "load_module", "SourceFileLoader",
     # TexTemplate.from_file reads any file as the template (its text is then `.body`)
     "from_file", "Observer", "RerunSceneHandler",
+    # what a parsed SVG (an ElementTree, an svgelements SVG) can do with a path
+    "write", "writelines", "write_xml", "parse", "iterparse",
+})
+
+# Methods manim calls with a file's path or its parsed tree: a scene's subclass that
+# defines one gets that object (`def modify_xml_tree(self, tree): tree.write(path)`), or
+# chooses the file manim parses (`def _text2svg(...)` returning any path).
+MANIM_FILE_HOOKS = frozenset({
+    "modify_xml_tree", "get_mobjects_from", "generate_mobject", "init_svg_mobject",
+    "get_file_path", "_text2svg", "text2svg", "init_background", "get_background_array",
+    "get_image", "save_image",
 })
 
 # Dunder attributes that only name or call ordinary protocol methods.

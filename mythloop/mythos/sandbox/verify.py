@@ -533,6 +533,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._check_annotation(node.returns)
+        if node.name in P.MANIM_FILE_HOOKS:
+            self.flag(node, f"defining '{node.name}' overrides a manim hook that is handed a "
+                            "file path or a parsed file; not allowed in a scene")
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
