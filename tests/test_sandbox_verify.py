@@ -188,6 +188,11 @@ REJECT = {
     "hook_text2svg": "from manim import *\n\nclass T(Text):\n"
                      "    def _text2svg(self, color):\n        return '/tmp/x.svg'\n",
     "parsed_tree_write": "def f(tree):\n    tree.write('/tmp/x.svg')\n",
+    "image_object_array_max": _scene("ImageMobject(np.array(['p.png']).astype(object).max())"),
+    "image_string_array_take": _scene("ImageMobject(np.full((1,), 'p.png').take(0))"),
+    "image_str_dtype_view": _scene(
+        "ImageMobject(np.array([112, 46], dtype=np.uint32).view('U2').min())"),
+    "image_object_dtype": _scene("ImageMobject(np.zeros((2, 2), dtype=object))"),
     "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
     "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
@@ -270,6 +275,10 @@ ACCEPT = {
                                  "        super().__init__(text, font_size=30, **kw)\n\n"
                                  "    def get_label(self):\n        return self.text\n"
                                  + _scene("self.play(Write(T('x')))"),
+    "image_numeric_dtypes": _scene(
+        "ImageMobject(np.zeros((2, 2), dtype='uint8'))\n"
+        "ImageMobject((np.linspace(0, 1, 8, endpoint=False) * 255).astype(np.uint8))\n"
+        "ImageMobject(np.stack([np.zeros((2, 2)), np.ones((2, 2))], axis=-1))"),
     "from_import_safe_names": "from manim.utils.rate_functions import smooth\n"
                               "from manim.utils.color import core\nimport numpy.ma as ma\n"
                               + _scene("m = ma.masked_array([1, 2], mask=[0, 1])"),

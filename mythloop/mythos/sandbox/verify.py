@@ -39,6 +39,19 @@ _MOVING_CAMERA_SCENES = frozenset({"MovingCameraScene", "ZoomedScene"})
 _NOT_ARRAY_ATTRS = frozenset({"str_", "bytes_", "unicode_", "object_", "char", "strings",
                               "item", "tolist", "tobytes", "tostring", "decode", "format",
                               "join", "fspath", "name", "dtype"})
+# Array methods and functions that return one element (a numpy str scalar is a str, so
+# `np.array(["photo.png"]).astype(object).max()` would be a path again).
+_SCALAR_ATTRS = frozenset({"max", "min", "amax", "amin", "nanmax", "nanmin", "take",
+                           "choose", "reduce", "accumulate", "flat", "getfield", "view",
+                           "dtypes", "StringDType", "void", "record"})
+# What a dtype may be where an image array is built: numeric numpy types, Python's number
+# types, or their names ("uint8", "<f4"); never object, str, bytes or "U4".
+_NUMERIC_DTYPES = frozenset({
+    "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16",
+    "float32", "float64", "double", "single", "half", "bool", "bool_", "uint", "int_",
+    "intc", "uintc", "ubyte", "byte", "short", "ushort", "longlong", "ulonglong",
+    "complex64", "complex128", "int", "float", "complex"})
+_NUMERIC_DTYPE_RE = re.compile(r"[<>|=]?([uif]\d|b1|c\d+|\?)")
 _CAMERA_RULE = ("never animate the camera (.animate on self.camera); move it with "
                 "self.move_camera(...) or self.set_camera_orientation(...)")
 _LIGHT_RULE = ("prompt art-direction lint: this prompt explicitly requires an archival/"
@@ -308,10 +321,35 @@ class _Checker(ast.NodeVisitor):
             return bool(values) and all(v is not None and self._is_array(v, depth + 1)
                                         for v in values)
         if isinstance(node, ast.Attribute):  # np.uint8 as a dtype, arr.T
-            return node.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node, depth)
+            return node.attr not in _NOT_ARRAY_ATTRS | _SCALAR_ATTRS \
+                and self._is_numpy(node, depth)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            return node.func.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node.func, depth)
+            return node.func.attr not in _NOT_ARRAY_ATTRS | _SCALAR_ATTRS \
+                and self._is_numpy(node.func, depth) \
+                and all(self._is_numeric_arg(a, depth) for a in node.args) \
+                and all(self._is_numeric_arg(k.value, depth) for k in node.keywords)
         return False
+
+    def _is_numeric_arg(self, node: ast.AST, depth: int) -> bool:
+        """An argument of a numpy call building an image: numbers, flags, shapes, arrays
+        built in memory, or a numeric dtype (never a string, object or a str dtype)."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return node.value in _NUMERIC_DTYPES or bool(
+                    _NUMERIC_DTYPE_RE.fullmatch(node.value))
+            return node.value is None or isinstance(node.value, (int, float, bool))
+        if isinstance(node, ast.Name) and node.id in _NUMERIC_DTYPES:
+            return node.id not in self.bindings
+        if isinstance(node, ast.Attribute) and node.attr in _NUMERIC_DTYPES:
+            return self._is_numpy(node, depth)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self._is_numeric_arg(e, depth + 1) for e in node.elts)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_numeric_arg(node.operand, depth + 1)
+        if isinstance(node, ast.Slice):
+            return all(p is None or self._is_numeric_arg(p, depth + 1)
+                       for p in (node.lower, node.upper, node.step))
+        return self._is_array(node, depth + 1)
 
     def _is_numpy(self, node: ast.Attribute, depth: int) -> bool:
         root, names = _chain(node)
