@@ -182,7 +182,7 @@ REJECT = {
     "match_nested_keyword": "import numpy as np\n" + _scene(
         "match np:\n    case object(core=object(records=r)):\n        pass"),
     "module_name_on_parameter": "def f(m):\n    return m.warnings.formatwarning\n",
-    "manim_io_module_on_parameter": "def f(m):\n    return m.file_ops.os\n",
+    "manim_io_module_on_parameter": "def f(m):\n    return m.tex_file_writing.tex_hash\n",
     "hook_modify_xml_tree": "from manim import *\n\nclass T(Text):\n"
                             "    def modify_xml_tree(self, tree):\n        return tree\n",
     "hook_text2svg": "from manim import *\n\nclass T(Text):\n"
