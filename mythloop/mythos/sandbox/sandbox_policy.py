@@ -159,6 +159,8 @@ DANGEROUS_ATTRS = frozenset({
     "load_module", "SourceFileLoader",
     # TexTemplate.from_file reads any file as the template (its text is then `.body`)
     "from_file", "Observer", "RerunSceneHandler",
+    # the renderer's "open the current frame in the image viewer" (a process)
+    "show_frame",
     # what a parsed SVG (an ElementTree, an svgelements SVG) can do with a path
     "write", "writelines", "write_xml", "parse", "iterparse",
 })

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Hostile: PIL's Image.show() on the camera's frame saves it to a temp file and starts
 an image viewer (xdg-open or the like): a process verify never saw. Mobject.show()
-does the same."""
+and the renderer's show_frame() do the same."""
 
 from manim import *
 
@@ -19,4 +19,8 @@ class ViewerStory(Scene):
             disc.show()
         except Exception as exc:
             print("Mobject.show refused:", exc)
+        try:
+            self.renderer.show_frame(self)
+        except Exception as exc:
+            print("show_frame refused:", exc)
         self.play(FadeIn(Square()), run_time=0.3)
