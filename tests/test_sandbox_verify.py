@@ -150,7 +150,7 @@ REJECT = {
     "mobject_save_image": _scene("Circle().save_image('/tmp/x')"),
     "mobject_show": _scene("Circle().show()"),
     "image_show_camera": _scene("Circle().show(self.camera)"),
-    "renderer_show_frame": _scene("self.renderer.show_frame(self)"),
+    "show_frame_viewer": _scene("self.renderer.show_frame(self)"),
     "cairo_write_to_png": _scene("ctx.get_target().write_to_png('/tmp/x.png')"),
     "cairo_context": _scene("ctx = self.camera.get_cairo_context(self.camera.pixel_array)"),
     "pango_text2svg": _scene("mobject.text.text_mobject.MarkupUtils.text2svg()"),
