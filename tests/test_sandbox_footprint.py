@@ -267,3 +267,20 @@ def test_a_killed_callers_stage_filesystem_goes_with_the_next_render(tmp_path, s
 
 def _mount_points() -> list[str]:
     return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+
+
+def test_the_formula_service_refuses_tex_that_reads_files_built_at_run_time(tmp_path):
+    """verify sees only literals; the service screens the text it is sent (manim's own
+    grouping marks excepted) before any latex runs."""
+    service = formula_cache.FormulaService(tmp_path, {"PATH": os.environ.get("PATH", "")},
+                                           cache=tmp_path / "cache")
+    try:
+        for body in ("\\input{/etc/hostname}", "\\csname input\\endcsname{/etc/hostname}",
+                     "\\special{ps: (x) run}", "\\immediate\\write18{id}"):
+            tex = f"\\documentclass{{standalone}}\\begin{{document}}{body}\\end{{document}}"
+            reply = service.answer({"tex": tex, "compiler": "latex", "format": ".dvi"})
+            assert "refused" in reply.get("log", ""), (body, reply)
+    finally:
+        service.close()
+    assert formula_cache._MANIM_GROUPS.sub("", "\\special{dvisvgm:raw <g id='unique001'>}x"
+                                           "\\special{dvisvgm:raw </g>}") == "x"

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.sandbox import stage_tree
+from mythloop.mythos.sandbox.sandbox_policy import LATEX_DANGER_RE
 from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 
@@ -51,6 +53,9 @@ _KEY_LOCKS_GUARD = threading.Lock()
 _STATS = {"hits": 0, "compiles": 0, "compile_s": 0.0, "errors": 0, "evicted": 0,
           "not_stored": 0}
 _STATS_LOCK = threading.Lock()
+# the grouping marks manim itself writes around each part of a Tex/MathTex (tex_mobject.py):
+# the only \special a formula may hold, and only in exactly this form
+_MANIM_GROUPS = re.compile(r"\\special\{dvisvgm:raw (?:<g id='unique\d{3,}(?:substring)?'>|</g>)\}")
 
 # Runs inside the compile sandbox (as `nobody`, in the staging dir holding formula.tex):
 # manim's own two commands, for the default template (latex -> dvi -> dvisvgm).
@@ -251,6 +256,15 @@ class FormulaService:
         tex, compiler, fmt = request["tex"], request["compiler"], request["format"]
         if not (isinstance(tex, str) and compiler == "latex" and fmt == ".dvi"):
             return {"error": "only the default latex -> dvi template is served"}
+        # what verify refuses in a literal, refused here in text built at run time too
+        # (TeX's paranoid file access stays the boundary; this is one more layer)
+        danger = LATEX_DANGER_RE.search(_MANIM_GROUPS.sub("", tex))
+        if danger:
+            with _STATS_LOCK:
+                _STATS["errors"] += 1
+            return {"error": "latex failed",
+                    "log": f"! refused: the formula uses {danger.group(0)!r}, a TeX command "
+                           "that reads or writes files or runs code; remove it"}
         key = _key(tex, compiler, fmt, self.versions)
         entry = self.cache / key[:2] / f"{key}.svg"
         with _lock_for(key):  # scenes compiling one formula at once: one compile
