@@ -28,7 +28,16 @@ PROBE_VERSION = 5  # 2: samples during animations; 3: their scene time counted o
 def install(out_path: str) -> None:
     # Inside the render only: mythloop reads PROBE_VERSION from this module without manim.
     import numpy as np  # noqa: PLC0415
-    from manim import MarkupText, Paragraph, Scene, SingleStringMathTex, Text, config  # noqa: PLC0415
+    from manim import (  # noqa: PLC0415
+        ImageMobject,
+        MarkupText,
+        Paragraph,
+        Scene,
+        SingleStringMathTex,
+        Text,
+        VMobject,
+        config,
+    )
 
     text_types = (Text, MarkupText, Paragraph, SingleStringMathTex)
     snapshots: list[dict] = []
@@ -42,6 +51,16 @@ def install(out_path: str) -> None:
         family = mob.get_family()
         return any(m.get_fill_opacity() > 0.05 or m.get_stroke_opacity() > 0.05
                    for m in family if len(m.points))
+
+    def drawn(mob) -> bool:
+        """Whether any part of MOB puts pixels on screen (a visible VMobject, an image)."""
+        for m in mob.get_family():
+            if isinstance(m, ImageMobject):
+                return True
+            if isinstance(m, VMobject) and len(m.points) and (
+                    m.get_fill_opacity() > 0.05 or m.get_stroke_opacity() > 0.05):
+                return True
+        return False
 
     def outermost_texts(mobjects):
         found = []
@@ -140,13 +159,15 @@ def install(out_path: str) -> None:
         # every other drawing (axes, arrows, surfaces, images, groups) as a box: the parent
         # holds the record against the rendered frames, and ink must be accounted for
         for mob in scene.mobjects:
-            if isinstance(mob, text_types) or not visible(mob):
+            try:  # a mobject of any kind (trackers, points) must never stop the render
+                if isinstance(mob, text_types) or not drawn(mob):
+                    continue
+                pts = mob.get_all_points()
+                if len(pts):
+                    items.append({"kind": "shape", "label": type(mob).__name__[:40],
+                                  "box": box_of(project(mob, pts))})
+            except Exception:  # noqa: BLE001, S112 - the probe only observes
                 continue
-            pts = mob.get_all_points()
-            if not len(pts):
-                continue
-            items.append({"kind": "shape", "label": type(mob).__name__[:40],
-                          "box": box_of(project(mob, pts))})
         if when is None:
             when = float(getattr(scene.renderer, "time", 0.0))
         snapshots.append({"at": at, "t": round(when, 3), "camera": camera_state(scene),
