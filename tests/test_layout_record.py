@@ -100,6 +100,8 @@ def test_a_record_just_over_the_cap_and_odd_files_are_findings(tmp_path):
     (tmp_path / "link.json").symlink_to(target)
     assert read_record(target)[1] is None
     assert read_record(tmp_path / "link.json")[0] is None  # links are not followed
+    (tmp_path / "media").symlink_to(tmp_path)  # nor a linked folder
+    assert read_record(tmp_path / "media" / "real.json")[0] is None
     os.mkfifo(tmp_path / "fifo.json")
     assert "not a regular file" in read_record(tmp_path / "fifo.json")[1].detail
 

@@ -128,9 +128,16 @@ def read_record(path: Path | str, max_bytes: int = MAX_RECORD_BYTES
                 ) -> tuple[dict | None, Finding | None]:
     """The record at PATH (a file the scene could write): (record, None) or (None, an
     `unchecked` finding: missing, not a regular file, over MAX_BYTES, malformed). Reads at
-    most MAX_BYTES + 1 bytes, never follows a link."""
+    most MAX_BYTES + 1 bytes, never follows a link (neither the file nor its folder: the
+    scene owns `media/` and could make either one)."""
+    path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=folder)
+        finally:
+            os.close(folder)
     except FileNotFoundError:
         return None, unchecked("the render left no layout record (the probe did not finish, "
                                "or the scene removed media/layout.json)")

@@ -731,7 +731,7 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms,
                                 ordered[-1][1] if ordered else None) \
-        if layout and kind == "ok" else None
+        if layout and hooked and kind == "ok" else None  # no probe without the hooked worker
     placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
     outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
                             path=str(dst)) for (scene, src), dst in zip(ordered, placed,
