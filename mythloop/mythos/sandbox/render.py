@@ -42,8 +42,8 @@ from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
 from mythloop.mythos.code.scenes import module_source
-from mythloop.mythos.sandbox import footprint, formula_cache, render_pool, stage_tree
-from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
+from mythloop.mythos.sandbox import footprint, formula_cache, layout_frames, render_pool, stage_tree
+from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.mythos.sandbox.sandbox_policy import SCENE_HELPERS
 from mythloop.mythos.sandbox.tex_policy import tex_env
@@ -220,8 +220,9 @@ class RenderResult(BaseModel):
     """The most memory the render's whole tree and its stage held at once (its memory
     cgroup's peak; None where renders get no cgroup, docs/sandbox.md)."""
     layout_findings: list[Finding] | None = None
-    """With layout=True: the layout check's findings (off_frame, clipped, overlap, too_small),
-    [] when clean; None when no check ran."""
+    """With layout=True: the layout verdict's findings (layout.FindingKind: the probe's
+    record judged, then held against the rendered frames), [] when clean; None when no
+    check ran (the render failed)."""
 
 
 class RenderLimits(BaseModel):
@@ -789,9 +790,10 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
-    findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms) \
-        if layout and kind == "ok" else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
+    findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms,
+                                ordered[-1][1] if ordered else None) \
+        if layout and hooked and kind == "ok" else None  # no probe without the hooked worker
     placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
     outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
                             path=str(dst)) for (scene, src), dst in zip(ordered, placed,
@@ -848,17 +850,12 @@ def prewarm(count: int) -> int:
     return max(0, len(pool.workers()) - before)
 
 
-def _layout_findings(record_path: Path,
-                     zooms: list[PlannedZoom] | None = None) -> list[Finding] | None:
-    """The layout check of the probe's record; None when there is no readable record (the
-    file comes from the sandbox: read as plain data, size-capped, never trusted further)."""
-    try:
-        if record_path.is_symlink() or record_path.stat().st_size > 8 << 20:
-            return None
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        return check_layout(record, zooms)
-    except (OSError, ValueError, TypeError, KeyError, IndexError):
-        return None
+def _layout_findings(record_path: Path, zooms: list[PlannedZoom] | None = None,
+                     output: Path | None = None) -> list[Finding]:
+    """The layout verdict (layout_frames.judge): the probe's record, read as hostile data
+    (size cap, strict schema), held against OUTPUT's frames decoded in a sandbox of their
+    own; a record or video that cannot be used is a finding, never an exception."""
+    return layout_frames.judge(record_path, output, zooms)
 
 
 def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
