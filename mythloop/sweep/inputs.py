@@ -204,8 +204,11 @@ def judge_label(config: SweepConfig, levels: list[float] | None = None) -> str:
     if config.judge == "simulated":
         noise = (f"noise levels {', '.join(f'{x:g}' for x in levels)}" if levels
                  else f"noise {options.noise:g}")
+        attack = (f"; persuaded by an injected description with probability "
+                  f"{options.persuade:g}{' (others reported harmful)' if options.persuade_others else ''}"
+                  if options.persuade > 0 else "")
         return (f"simulated (no model: verdicts from a simulated judge; {noise}, "
-                f"omit {options.omit_rate:g}, invent {options.invent_rate:g})")
+                f"omit {options.omit_rate:g}, invent {options.invent_rate:g}{attack})")
     if config.judge == "oracle":
         return ("oracle (no model: verdicts from an oracle that knows each prompt's expected "
                 "skill)")
