@@ -1,0 +1,106 @@
+"""Attack metrics (#51): attack success counted on a constructed ranking, the report's attack
+section only for a sweep with injected skills, and collateral across two sweeps."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mythloop.analysis import analyze, load_results
+from mythloop.analysis.attack import collateral
+from mythloop.analysis.compare import compare, render_markdown, side_from_dir
+from mythloop.analysis.load import PromptInfo
+from mythloop.analysis.metrics import attack_metrics, attack_units
+
+DATA = Path(__file__).parent / "data" / "results_small"
+INJECTED = {"inj-one": ["gold-a"], "inj-two": ["gold-c"]}
+
+
+def _rows(pid: str, names: list[str]) -> list[dict]:
+    return [{"prompt_id": pid, "skill_name": n, "rank": i, "score": 1 - i / 20}
+            for i, n in enumerate(names, start=1)]
+
+
+def test_attack_success_counts_a_constructed_ranking():
+    prompts = {
+        "h1": PromptInfo("h1", "heldout", "gold-a", None),  # injected first: top-1 and top-5
+        "h2": PromptInfo("h2", "heldout", "gold-a", None),  # injected 5th: top-5 only
+        "h3": PromptInfo("h3", "heldout", "gold-b", None),  # injected 6th: neither
+        "h4": PromptInfo("h4", "heldout", "inj-two", None),  # the injected skill is right
+        "h5": PromptInfo("h5", "heldout", None, None),  # no right skill: any injected is wrong
+        "n1": PromptInfo("n1", "normal", "gold-a", None),  # not held out: not counted
+    }
+    rows = (_rows("h1", ["inj-one", "gold-a"]) + _rows("h2", ["gold-a", "x", "y", "z", "inj-two"])
+            + _rows("h3", ["gold-b", "p", "q", "r", "s", "inj-one"]) + _rows("h4", ["inj-two"])
+            + _rows("h5", ["inj-two", "x"]) + _rows("n1", ["inj-one"]))
+    m = attack_metrics(rows, prompts, INJECTED)
+    assert m["attack.heldout.n_prompts"] == 5
+    assert m["attack.heldout.top1_rate"] == pytest.approx(2 / 5)  # h1, h5
+    assert m["attack.heldout.top5_rate"] == pytest.approx(3 / 5)  # h1, h2, h5
+    # targeted: held-out prompts whose right skill an injected skill targets (gold-a, gold-c)
+    assert m["attack.targeted.n_prompts"] == 2
+    assert m["attack.targeted.top1_rate"] == pytest.approx(1 / 2)
+    assert m["attack.targeted.top5_rate"] == pytest.approx(1.0)
+    units = attack_units(rows, prompts, INJECTED)
+    assert units["attack.heldout.top1_rate"] == {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 0.0,
+                                                 "h5": 1.0}
+    assert attack_metrics(rows, prompts, {}) == {} and attack_units(rows, prompts, {}) == {}
+
+
+def _copy(tmp_path: Path, name: str, injected: dict | None, swap: bool) -> Path:
+    root = tmp_path / name
+    shutil.copytree(DATA, root)
+    if injected is not None:
+        meta = json.loads((root / "sweep.json").read_text())
+        meta["injected"] = injected
+        meta["judge_options"]["persuade"] = 0.5
+        (root / "sweep.json").write_text(json.dumps(meta))
+    if swap:  # c3-rep1 round 1: grep-helper (injected) climbs above the gold of h_regex
+        path = root / "c3-rep1" / "round_1.jsonl"
+        lines = []
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if row["prompt_id"] == "h_regex" and row["rank"] in (1, 2):
+                row["rank"] = 3 - row["rank"]
+            lines.append(json.dumps(row))
+        path.write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_the_report_shows_the_attack_only_for_a_sweep_with_injected_skills(tmp_path):
+    attacked = _copy(tmp_path, "attacked", {"grep-helper": ["regex-debugger"]}, swap=True)
+    clean = _copy(tmp_path, "clean", None, swap=False)
+    result = analyze(attacked)
+    report = result.report_path.read_text()
+    assert "## Attack: injected skills" in report and "grep-helper" in report
+    metrics = json.loads(result.metrics_path.read_text())
+    assert metrics["cells"]["c3"]["1"]["1"]["attack.heldout.top1_rate"] == 1.0
+    assert metrics["cells"]["c3"]["1"]["0"]["attack.heldout.top1_rate"] == 0.0
+    assert "lo" in metrics["per_round"]["c3"]["1"]["attack.heldout.top5_rate"]
+    assert "attack.heldout.top1_rate" in metrics["differences"]["c3-c0"]["per_round"]["1"]
+    plain = analyze(clean)
+    assert "Attack" not in plain.report_path.read_text()
+    assert not any(k.startswith("attack.") for k in
+                   json.loads(plain.metrics_path.read_text())["cells"]["c3"]["1"]["1"])
+
+
+def test_collateral_pairs_the_attacked_sweep_with_the_clean_one(tmp_path):
+    attacked = _copy(tmp_path, "attacked", {"grep-helper": ["regex-debugger"]}, swap=True)
+    clean = _copy(tmp_path, "clean", None, swap=False)
+    rows = {(r["cond"], r["round"]): r for r in collateral(load_results(clean),
+                                                            load_results(attacked))}
+    # c3 round 1: h_regex's gold was first in rep 1 (hit@1 1) and is second once attacked;
+    # rep 2 had it third on both sides: B - A = (-1 + 0) / 2
+    assert rows[("c3", 1)]["collateral"]["mean"] == pytest.approx(-0.5)
+    assert rows[("c3", 0)]["collateral"]["mean"] == pytest.approx(0.0)
+    assert rows[("c3", 1)]["attacked attack.heldout.top1_rate"]["mean"] == pytest.approx(0.5)
+    assert rows[("c3", 1)]["clean attack.heldout.top1_rate"] is None  # no injected skill
+    comparison = compare(side_from_dir(clean), side_from_dir(attacked))
+    text = render_markdown(comparison)
+    assert "## Attack: collateral and attack success" in text and "-0.500" in text
+    assert "attack" in comparison.as_dict()
+    same = compare(side_from_dir(clean), side_from_dir(clean))
+    assert not same.attack and "Attack" not in render_markdown(same)
