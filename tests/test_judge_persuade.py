@@ -5,6 +5,9 @@ and at rate 0 nothing changes."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +141,23 @@ def test_the_setting_reaches_the_judge_and_the_fingerprint(tmp_path):
 def test_a_rate_out_of_range_is_refused(rate):
     with pytest.raises(ValueError, match="persuade"):
         get_backend("simulated", tiers=TIERS, persuade=rate)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--judge-persuade", "1.5"], "--judge-persuade must be at most 1"),
+    (["--judge-persuade", "-0.1"], "--judge-persuade must be at least 0"),
+    (["--judge-persuade", "nan"], "--judge-persuade must be a number, not nan"),
+    (["--judge-persuade", "0.5", "--judge", "oracle"], "--judge-persuade needs --judge simulated"),
+])
+def test_the_cli_refuses_a_bad_rate_in_one_line_before_prefect(tmp_path, args, needle):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(MYTHLOOP_STATE_DIR=str(tmp_path / "state"),
+               PREFECT_HOME=str(tmp_path / "state" / "prefect"))
+    proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "sweep", "--rounds", "1",
+                           "--results-dir", str(tmp_path / "results"), *args],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "state").exists() and not (tmp_path / "results").exists()

@@ -39,7 +39,7 @@ def sweep(
     invent_rate: float = typer.Option(_JUDGE.invent_rate, min=0.0, max=1.0,
                                       help="Simulated judge: rate of invented skill names."),
     judge_persuade: float = typer.Option(
-        _JUDGE.persuade, "--judge-persuade", metavar="P",
+        _JUDGE.persuade, "--judge-persuade", min=0.0, max=1.0, metavar="P",
         help="Simulated judge, threat model: probability it follows an instruction to the "
              "judge in a catalog skill's description (that skill reported HELPFUL whenever "
              "shown; docs/blend.md, \"A judge a skill can persuade\"). Default 0: off."),
@@ -112,9 +112,6 @@ def sweep(
               "setting)")
     if judge not in JUDGES:
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
-    if not 0.0 <= judge_persuade <= 1.0:
-        _fail(f"--judge-persuade {judge_persuade:g} is outside 0..1: give a probability such "
-              "as 0.5 (0 turns the persuadable judge off)")
     if judge_persuade > 0 and judge != "simulated":
         _fail(f"--judge-persuade needs --judge simulated (judge {judge!r} is not simulated)")
     cold_fraction, cold_file = _cold_skills(cold_skills, add_skills_at)
