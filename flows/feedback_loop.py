@@ -438,7 +438,7 @@ def shard_task(config: SweepConfig, cond: Condition, replicate: int, results_dir
 
 
 def _sweep_key(config: SweepConfig) -> str:
-    return sweep_key(config.judge, config.judge_options.noise)
+    return sweep_key(config.judge, config.judge_options.noise, config.judge_options.persuade)
 
 
 def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:

@@ -104,3 +104,14 @@ def test_collateral_pairs_the_attacked_sweep_with_the_clean_one(tmp_path):
     assert "attack" in comparison.as_dict()
     same = compare(side_from_dir(clean), side_from_dir(clean))
     assert not same.attack and "Attack" not in render_markdown(same)
+
+
+def test_an_attacked_sweep_keeps_a_history_of_its_own():
+    from mythloop.analysis.history import series_of
+    from mythloop.sweep.study import sweep_key
+
+    clean = {"prompt_set": "abc", "pool": "p", "judge": "simulated", "noise": 0.2}
+    assert series_of({**clean, "persuade": 0.5}) != series_of(clean)
+    assert series_of({**clean, "persuade": 0.0}) == series_of(clean)
+    assert sweep_key("simulated", 0.2, 0.5) == "simulated-noise-0.20-persuade-0.50"
+    assert sweep_key("simulated", 0.2, 0.0) == sweep_key("simulated", 0.2) == "simulated-noise-0.20"

@@ -35,8 +35,8 @@ __all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "
            "side_from_night", "table_rows"]
 
 # Named before any figure when they differ (prompt_set refuses the comparison).
-CONFIG_FIELDS = ("pool", "prompts_file", "judge", "noise", "model", "embedder", "rounds",
-                 "replicates", "conditions", "seed")
+CONFIG_FIELDS = ("pool", "prompts_file", "judge", "noise", "persuade", "model", "embedder",
+                 "rounds", "replicates", "conditions", "seed")
 LABELS = dict(HEADLINE)
 
 
