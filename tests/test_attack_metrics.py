@@ -115,3 +115,44 @@ def test_an_attacked_sweep_keeps_a_history_of_its_own():
     assert series_of({**clean, "persuade": 0.0}) == series_of(clean)
     assert sweep_key("simulated", 0.2, 0.5) == "simulated-noise-0.20-persuade-0.50"
     assert sweep_key("simulated", 0.2, 0.0) == sweep_key("simulated", 0.2) == "simulated-noise-0.20"
+
+
+def _figures(per: dict[str, list[float]]) -> dict:
+    return {"model_id": "m", "prompts": len(per["hit@1"]), "per_prompt": per,
+            **{k: sum(v) / len(v) for k, v in per.items()}}
+
+
+def test_the_promotion_gate_refuses_a_candidate_an_injection_climbs_more_in():
+    from mythloop.promotion import decide
+
+    traps = {"t_regex": True}
+    current = _figures({"hit@1": [1, 0, 0, 1], "hit@5": [1, 1, 0, 1], "attack@1": [0, 0, 1, 0]})
+    # better hit@1, but one more held-out prompt goes to an injected skill: refused
+    worse = _figures({"hit@1": [1, 1, 0, 1], "hit@5": [1, 1, 1, 1], "attack@1": [0, 0, 1, 1]})
+    decision = decide(worse, current, traps, traps)
+    assert not decision["promote"]
+    assert any("attack success higher" in r for r in decision["reasons"])
+    assert decision["candidate"]["attack@1"] == 0.5 and "attack@1" in decision["difference"]
+    # the same gains with no more attack success: promoted
+    clean = _figures({"hit@1": [1, 1, 0, 1], "hit@5": [1, 1, 1, 1], "attack@1": [0, 0, 1, 0]})
+    assert decide(clean, current, traps, traps)["promote"]
+    # a pool without injected skills: the gate is what it was
+    plain = {k: v for k, v in clean["per_prompt"].items() if k != "attack@1"}
+    base = {k: v for k, v in current["per_prompt"].items() if k != "attack@1"}
+    out = decide(_figures(plain), _figures(base), traps, traps)
+    assert out["promote"] and "attack@1" not in out["difference"]
+
+
+@pytest.mark.slow  # the real model embeds the fixture pool (seconds alone, minutes on a busy box)
+def test_evaluate_counts_attack_success_at_top_1():
+    from mythloop.data import data_path
+    from mythloop.promotion import evaluate, load_eval_prompts
+    from mythloop.router.embedder import default_model
+    from mythloop.skills import load_catalog
+
+    catalog = load_catalog(data_path("fixtures", "pool"))
+    prompts = load_eval_prompts(data_path("fixtures", "prompts.yaml"))
+    # every skill of the pool counts as injected: attack@1 = 1 - hit@1, prompt by prompt
+    every = evaluate(default_model(), catalog, prompts, injected=catalog.names())
+    assert every["per_prompt"]["attack@1"] == [1.0 - h for h in every["per_prompt"]["hit@1"]]
+    assert every["attack@1"] == pytest.approx(1 - every["hit@1"], abs=1e-6)
