@@ -119,6 +119,8 @@ def test_the_judge_knows_an_injection_from_the_text_alone():
     assert decisions["real-b"].persuaded and decisions["real-b"].verdict == "HELPFUL"
     # ordinary prose is no instruction; each phrasing of the shipped injections is one
     assert injection_in("Lists helpful tips and filters other harmful content.") is None
+    clean = load_catalog(Path(__file__).resolve().parents[1] / "fixtures" / "pool")
+    assert not [s.name for s in clean.skills if injection_in(s.description[:300])]
     for path in sorted(Path(__file__).resolve().parents[1].glob("fixtures/injected/**/SKILL.md")):
         skill = load_catalog(path.parent.parent).get(path.parent.name)
         assert skill is not None and injection_in(skill.description[:300]), path
