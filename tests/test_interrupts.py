@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -24,6 +25,13 @@ from waiting import settle, wait_for
 pytestmark = pytest.mark.slow
 
 EXE = str(Path(sys.executable).with_name("mythloop"))
+
+
+def _typed() -> str:
+    """How the resume line names the command started as EXE: as typed (EXE's path), or the
+    bare name when PATH finds that very file; either way it runs as printed."""
+    found = shutil.which("mythloop")
+    return "mythloop" if found and os.path.samefile(found, EXE) else EXE
 SWEEP = ["sweep", "--rounds", "2", "--replicates", "2", "--noise", "0.3"]
 RESUME_PREFIX = "interrupted; rerun the same command to resume: "
 
@@ -182,8 +190,8 @@ def test_ctrl_c_mid_round_ends_the_sweep_and_the_rerun_finishes_it(tmp_path, uni
 
     # The printed command, run as is, resumes and finishes the sweep.
     resume = shlex.split(lines[0].removeprefix(RESUME_PREFIX))
-    assert resume[0] == "mythloop" and resume[1:] == [*SWEEP, "--results-dir", str(results)]
-    rerun = subprocess.run([EXE, *resume[1:]], env=_env(state), capture_output=True,
+    assert resume[0] == _typed() and resume[1:] == [*SWEEP, "--results-dir", str(results)]
+    rerun = subprocess.run(resume, env=_env(state), capture_output=True,  # as printed
                            text=True, timeout=1800)
     _kill_leftovers(state)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -240,7 +248,7 @@ def test_ctrl_c_mid_render_ends_the_film_and_its_render(tmp_path):
         assert "Traceback" not in err, err[-3000:]
         lines = [line for line in err.splitlines() if line.strip()]
         (run_dir,) = (tmp_path / "runs" / "mythos").iterdir()  # resumed in its own run dir
-        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args, "--resume",
+        assert lines == [RESUME_PREFIX + shlex.join([_typed(), *args, "--resume",
                                                      str(run_dir)])], err[-3000:]
         _no_process_left(state)
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # the render too
@@ -371,7 +379,7 @@ def test_the_printed_resume_line_of_a_fresh_film_continues_it(tmp_path, monkeypa
     printed = shlex.split(lines[0].removeprefix(RESUME_PREFIX))
     (run_dir,) = (runs / "mythos").iterdir()
     assert "--fresh" not in printed and printed[-2:] == ["--resume", str(run_dir)]
-    assert printed[:1] == ["mythloop"]
+    assert printed[:1] == [_typed()]
     kept = {path: path.stat().st_mtime_ns for path in run_dir.rglob("*")
             if path.is_file() and path.name != "manifest.json"  # scenes 2-3: not finished
             and not any(part.startswith(("scene-02", "scene-03"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -219,7 +220,8 @@ def test_a_sweep_whose_turns_all_fail_stops_in_one_line_and_records_no_night(tmp
     assert lines[0].startswith("error: the sweep stopped: ")
     assert "learning turns of c0-rep1 round 1 failed for the same reason" in lines[0]
     assert "not authenticated" in lines[0]
-    assert lines[0].endswith(f"rerun the same command to resume: mythloop sweep --judge claude "
+    assert lines[0].endswith("rerun the same command to resume: " + shlex.join(
+        [sys.executable, "-m", "mythloop_app.cli"]) + " sweep --judge claude "
                              f"--conditions c0 --rounds 2 --results-dir {results}")
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not (results / "report.md").exists()

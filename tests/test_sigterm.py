@@ -32,6 +32,7 @@ from test_interrupts import (
     _run_states,
     _start,
     _text,
+    _typed,
     _wait_for,
 )
 
@@ -80,7 +81,7 @@ def test_sigterm_mid_render_ends_the_sandbox(tmp_path):
         assert code == 143, err[-3000:]
         assert "Traceback" not in err, err[-3000:]
         assert [x for x in err.splitlines() if x.strip()] == [
-            RESUME_PREFIX + shlex.join(["mythloop", *args])]
+            RESUME_PREFIX + shlex.join([_typed(), *args])]
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # unshare, init, manim
         stages = state / "render-stage"
         assert not stages.is_dir() or list(stages.iterdir()) == []
@@ -169,7 +170,7 @@ def test_sigterm_mid_film_render_leaves_nothing_running(tmp_path):
         assert "Traceback" not in err and "Crash detected" not in err, err[-3000:]
         lines = [line for line in err.splitlines() if line.strip()]
         (run_dir,) = (tmp_path / "runs" / "mythos").iterdir()
-        assert lines == [RESUME_PREFIX + shlex.join(["mythloop", *args, "--resume",
+        assert lines == [RESUME_PREFIX + shlex.join([_typed(), *args, "--resume",
                                                      str(run_dir)])], err[-3000:]
         _no_process_left(state)
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # the render too

@@ -771,7 +771,33 @@ def resume_command(*, add: dict[str, str] | None = None, drop: tuple[str, ...] =
     for option, value in (add or {}).items():
         if not any(a == option or a.startswith(option + "=") for a in args):
             args += [option, value]
-    return shlex.join(["mythloop", *args])
+    line = shlex.join([*invoked_as(), *args])
+    try:
+        line.encode("utf-8")
+        return line
+    except UnicodeEncodeError:  # a file name's bytes that are not UTF-8: printed as \xNN
+        return os.fsencode(line).decode("utf-8", "backslashreplace")
+
+
+def invoked_as() -> list[str]:
+    """How the user started this command, so that the resume line runs as printed from
+    where they are: the script path as typed (`.venv/bin/mythloop`; a bare `mythloop` when
+    that is what PATH finds), or `python -m mythloop_app` as typed."""
+    import shutil
+
+    orig = list(getattr(sys, "orig_argv", []) or [])
+    if "-m" in orig[:-1] and orig[orig.index("-m") + 1].startswith("mythloop_app"):
+        return orig[:orig.index("-m") + 2]  # python -m mythloop_app[.cli] ...
+    script = sys.argv[0] if sys.argv and sys.argv[0] else "mythloop"
+    name = os.path.basename(script)
+    if script != name:
+        found = shutil.which(name)
+        with contextlib.suppress(OSError):
+            if found and os.path.samefile(found, script):
+                return [name]
+    elif not shutil.which(name) and os.path.exists(name):
+        return ["./" + name]
+    return [script]
 
 
 def ui_hint() -> str:
