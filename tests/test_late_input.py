@@ -170,7 +170,7 @@ def test_empty_prompt_is_said_in_plain_words(tmp_path):
                    names=("the prompt is empty",))
     assert "String should" not in line
     line = refused(tmp_path, "film", "x" * 2001, "--runs-dir", tmp_path / "runs",
-                   names=("the prompt is longer than 2000 characters",))
+                   names=("the prompt is 2,001 characters long, over the 2,000", "(PROMPT)"))
 
 
 def test_plain_errors_name_options_not_fields():

@@ -95,14 +95,13 @@ def test_rerun_resumes_every_level_and_rejects_another_sweep(study):
 
 
 def test_cli_noise_levels_and_conditions_mix():
-    from mythloop_app.commands.sweep import _split_extras
-
-    assert _split_extras(0.0, ["0.2", "c3", "0.4", "c4"]) == ([0.0, 0.2, 0.4], ["c3", "c4"])
-    assert _split_extras(0.25, []) == ([0.25], [])
     out = CliRunner().invoke(app, ["sweep", "--judge", "gemini", "--noise", "0", "0.2"])
     assert out.exit_code == 2 and "need --judge simulated" in out.output
     out = CliRunner().invoke(app, ["sweep", "--noise", "0", "1.5"])
-    assert out.exit_code == 2 and "outside 0..1" in out.output
+    assert out.exit_code == 2 and "--noise must be at most 1.0 (got 1.5)" in out.output
+    # a word after the levels is not a condition: each list belongs to its own option
+    out = CliRunner().invoke(app, ["sweep", "--noise", "0", "0.2", "c3"])
+    assert out.exit_code == 2 and "unexpected word(s) 'c3'" in out.output
     out = CliRunner().invoke(app, ["sweep", "--conditions", "c0", "c9"], env={"COLUMNS": "200"})
     assert out.exit_code == 2 and "c0, c3, c4 and/or c5" in " ".join(out.output.split())
 

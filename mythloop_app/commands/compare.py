@@ -7,15 +7,17 @@ Inputs are checked before the analysis (numpy, matplotlib) is imported.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
+from mythloop_app.commands.analysis import sweep_dir
+from mythloop_app.params import baseline as baseline_value
+from mythloop_app.params import out_file, shown
+
 __all__ = ["register"]
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def _fail(message: str) -> NoReturn:
@@ -26,29 +28,33 @@ def _fail(message: str) -> NoReturn:
 def _check_dir(path: Path, name: str) -> Path:
     root = path.expanduser()
     if not root.is_dir():
-        _fail(f"{name} {path}: no such folder (give a results dir written by `mythloop sweep`)")
+        _fail(f"{name} {shown(path)}: no such folder (give a results dir written by "
+              "`mythloop sweep`)")
     if not (root / "sweep.json").is_file():
-        _fail(f"{name} {path}: no sweep.json there: not a sweep results dir")
+        _fail(f"{name} {shown(path)}: no sweep.json there: not a sweep results dir")
     from mythloop.sweep.records import SweepRecordError, read_sweep_record
 
     try:
         meta = read_sweep_record(root)
     except SweepRecordError as exc:
-        _fail(f"{name} {path}: {exc}")
+        _fail(f"{name} {shown(path)}: {exc}")
     if meta.is_study:
-        _fail(f"{name} {path} is a noise study: compare one of its noise-<level>/ folders")
+        _fail(f"{name} {shown(path)} is a noise study: compare one of its noise-<level>/ folders")
     return root.resolve()
 
 
 def compare_command(
-    a: Path = typer.Argument(..., help="Results dir A (the before side), or the sweep to "
+    a: Path = typer.Argument(..., metavar="A", parser=lambda value: sweep_dir(value),
+                             help="Results dir A (the before side), or the sweep to "
                              "check when --baseline is given."),
-    b: Path | None = typer.Argument(None, help="Results dir B (the after side)."),
+    b: Path | None = typer.Argument(None, metavar="[B]", parser=lambda value: sweep_dir(value),
+                                    help="Results dir B (the after side)."),
     baseline: str | None = typer.Option(
-        None, "--baseline", help="Compare A against the history instead of a second dir: "
+        None, "--baseline", metavar="last|YYYY-MM-DD", parser=baseline_value, help="Compare A against the history instead of a second dir: "
         "'last' (the latest comparable night) or a UTC date YYYY-MM-DD (that day's night)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-    out: Path | None = typer.Option(None, "--out", help="Where to write compare.md (default: "
+    out: Path | None = typer.Option(None, "--out", metavar="FILE", parser=out_file(
+        "output file", "pass another --out (a file in a folder you can write)"), help="Where to write compare.md (default: "
                                     "B's results dir, or A's with --baseline)."),
 ) -> None:
     """Compare two sweeps at their last round: per condition and headline metric, A, B and
@@ -56,8 +62,6 @@ def compare_command(
     change). Configuration differences come first; different prompt sets are refused."""
     if (b is None) == (baseline is None):
         _fail("give two results dirs (compare A B), or one and --baseline last|YYYY-MM-DD")
-    if baseline is not None and baseline != "last" and not _DATE.match(baseline):
-        _fail(f"--baseline {baseline!r}: use 'last' or a UTC date like 2026-01-31")
     first = _check_dir(a, "A")
     second = _check_dir(b, "B") if b is not None else None
     from mythloop.analysis.compare import (
@@ -82,6 +86,11 @@ def compare_command(
             nights = read_nights()
             night = last_comparable(nights, side_b.series, exclude_dir=str(first),
                                     on_date=None if baseline == "last" else baseline)
+            if night is None and not [n for n in nights if n.results_dir != str(first)]:
+                _fail(f"nothing to compare {shown(a)} with yet (--baseline {baseline}): "
+                      f"{shown(history_path())} holds no other sweep; each finished sweep "
+                      "adds a night, so rerun the sweep later (or pass two results dirs: "
+                      "compare A B)")
             if night is None:
                 when = "" if baseline == "last" else f" on {baseline}"
                 _fail(f"no comparable night{when} in {history_path()} (same prompts, pool, "

@@ -12,18 +12,21 @@ import typer
 from mythloop.mythos.plan.request import FilmRequest
 from mythloop.vocab import FILM_BACKENDS, QUALITIES
 from mythloop_app.commands.runtime import flow_runtime, ui_hint
+from mythloop_app.params import in_dir, out_dir, seconds, text
 
 _FIELDS = FilmRequest.model_fields  # the options' defaults are the request model's
 
 
 def film(
-    prompt: str = typer.Argument(..., help="What the film should explain, e.g. "
-                                            "'the heat equation'."),
+    prompt: str = typer.Argument(..., metavar="PROMPT", parser=text("the prompt", 2000, "pass a shorter prompt, "
+                                                  "as UTF-8 text"),
+                                 help="What the film should explain, e.g. "
+                                      "'the heat equation'."),
     render: bool = typer.Option(False, "--render/--no-render",
                                 help="Render the scene to an mp4 (and repair it when it fails)."),
     quality: str = typer.Option(_FIELDS["quality"].default, "-q", "--quality",
                                 help="Manim quality: " + " | ".join(QUALITIES)
-                                + " (l 480p15 ... k 4K)."),
+                                + " (l 480p15, m 720p30, h 1080p60, p 1440p60, k 4K)."),
     backend: str | None = typer.Option(
         None, help="Model backend: " + " | ".join(FILM_BACKENDS) + " (default: MYTHLOOP_BACKEND; "
         "none configured is an error). replay replays a recorded topic and offline rehearses "
@@ -35,9 +38,13 @@ def film(
                                "default: M2M_MODEL_FALLBACKS)."),
     max_repairs: int = typer.Option(_FIELDS["max_repairs"].default, min=0, max=10, help="Repairs allowed after a failed "
                                                           "render."),
-    timeout: float | None = typer.Option(None, help="Seconds per model call (M2M_TIMEOUT)."),
-    render_timeout: float | None = typer.Option(None, help="Seconds per render "
-                                                           "(M2M_RENDER_TIMEOUT)."),
+    timeout: float | None = typer.Option(None, parser=seconds("model call timeout"),
+                                         metavar="SECONDS",
+                                         help="Seconds per model call (M2M_TIMEOUT)."),
+    render_timeout: float | None = typer.Option(None, parser=seconds("render timeout"),
+                                                metavar="SECONDS",
+                                                help="Seconds per render "
+                                                     "(M2M_RENDER_TIMEOUT)."),
     render_workers: int | None = typer.Option(
         None, "--render-workers", min=1, max=64,
         help="Scenes rendered at once (default: the CPU count)."),
@@ -53,10 +60,12 @@ def film(
     fresh: bool = typer.Option(_FIELDS["fresh"].default, "--fresh", help="Call the model again even for stages "
                                                       "with cached results, and render every "
                                                       "scene again (no scene cache)."),
-    runs_dir: Path | None = typer.Option(None, help="Runs root (default: M2M_RUNS_DIR or "
+    runs_dir: Path | None = typer.Option(None, metavar="DIR", parser=out_dir(
+        "runs dir", "pass another --runs-dir (or M2M_RUNS_DIR)"), help="Runs root (default: M2M_RUNS_DIR or "
                                                     ".mythloop/runs)."),
     resume: Path | None = typer.Option(
-        None, "--resume", help="Continue an interrupted film in its run dir RUN_DIR (the "
+        None, "--resume", metavar="RUN_DIR", parser=in_dir(
+            "run dir", "pass the run dir the stop line named"), help="Continue an interrupted film in its run dir RUN_DIR (the "
         "Ctrl-C / SIGTERM line names it): finished stages and rendered scenes are reused."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
@@ -65,6 +74,13 @@ def film(
     Prints the run dir (artifacts, raw model traces, manifest.json, mythos_scene.py) and
     the video path.
     """
+    not_applied = [flag for flag, given in (("--burn-subtitles", burn_subtitles),
+                                            (f"--voice {voice}", voice is not None)) if given]
+    if not_applied and not render:  # they act on the rendered video: there would be none
+        typer.echo(f"error: {' and '.join(not_applied)} would do nothing without a render "
+                   "(--render/--no-render): pass --render, or leave "
+                   f"{'them' if len(not_applied) > 1 else 'it'} out", err=True)
+        raise typer.Exit(2)
     backend = backend or os.environ.get("MYTHLOOP_BACKEND", "").strip().lower() or None
     _check_given(prompt, backend or "", runs_dir, resume)
     from pydantic import ValidationError

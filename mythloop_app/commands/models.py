@@ -8,11 +8,14 @@ from typing import NoReturn
 
 import typer
 
+from mythloop_app.groups import HelpGroup
+from mythloop_app.params import in_dir, in_file, sqlite_store
+
 __all__ = ["register"]
 
 models_app = typer.Typer(
     help="Tuned embedding models (C5's and promoted ones): list them, remove old ones.",
-    no_args_is_help=False, add_completion=False)
+    cls=HelpGroup, no_args_is_help=False, add_completion=False, rich_markup_mode=None)
 
 
 def _fail(message: str) -> NoReturn:
@@ -66,7 +69,7 @@ def models(ctx: typer.Context,
 
 
 @models_app.command("remove")
-def remove(model_ids: list[str] = typer.Argument(..., metavar="ID...",
+def remove(model_ids: list[str] = typer.Argument(..., metavar="IDS",
                                                  help="Model ids (or unique prefixes).")) -> None:
     """Delete saved models (never the promoted one)."""
     store = _store()
@@ -83,18 +86,20 @@ def remove(model_ids: list[str] = typer.Argument(..., metavar="ID...",
 
 @models_app.command("promote")
 def promote(
-    store: Path = typer.Option(..., "--store", help="Verdict store (SQLite) to train from."),
-    held_out: Path = typer.Option(..., "--held-out",
-                                  help="Labelled prompts to evaluate on (JSON rows or YAML)."),
-    pool: Path | None = typer.Option(None, "--pool", help="Skill pool (default: fixtures)."),
+    store: Path = typer.Option(..., "--store", metavar="FILE",
+                               parser=sqlite_store(must_exist=True),
+                               help="Verdict store (SQLite) to train from."),
+    held_out: Path = typer.Option(..., "--held-out", metavar="FILE", parser=in_file(
+        "held-out prompts file", "pass labelled prompts (JSON rows or YAML) to --held-out"),
+        help="Labelled prompts to evaluate on (JSON rows or YAML)."),
+    pool: Path | None = typer.Option(None, "--pool", metavar="DIR", parser=in_dir(
+        "skill pool", "pass a folder of <name>/SKILL.md (or leave --pool out)"),
+        help="Skill pool (default: fixtures)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Train a candidate from every trusted verdict in STORE, and promote it only when its
     held-out hit@1 and hit@5 are not worse than the current model's (paired by prompt) and the
     fixture traps hold. Exit 0 either way; the decision is printed and kept as an artifact."""
-    if not store.is_file():
-        _fail(f"--store {store} is not a file: pass a verdict store (e.g. a sweep's "
-              "<cond>-rep1/store.db or .mythloop/store.db)")
     from mythloop.data import data_path
     from mythloop.promotion import load_eval_prompts
     from mythloop.skills import load_catalog

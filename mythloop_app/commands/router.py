@@ -9,6 +9,8 @@ from typing import NoReturn
 
 import typer
 
+from mythloop_app.params import in_dir, in_file, shown, sqlite_store, text
+
 __all__ = ["register"]
 
 
@@ -20,12 +22,18 @@ def _fail(message: str) -> NoReturn:
 
 MAX_QUERY_CHARS = 2000
 """The longest query `route` ranks for: a film's prompt has the same cap (FilmRequest)."""
+_QUERY_FIX = "pass the task text itself (UTF-8 text, not a document)"
 
 
 def route(
-    query: str = typer.Argument(..., help="The task text to rank skills for."),
-    pool: Path | None = typer.Option(None, "--pool", help="Skill pool folder (default: fixtures/pool)."),
-    store: Path | None = typer.Option(None, "--store", help="Verdict store SQLite file (default: settings)."),
+    query: str = typer.Argument(..., metavar="QUERY", parser=text("the query", MAX_QUERY_CHARS, _QUERY_FIX),
+                                help="The task text to rank skills for."),
+    pool: Path | None = typer.Option(None, "--pool", metavar="DIR", parser=in_dir(
+        "skill pool", "pass a folder of <name>/SKILL.md (or leave --pool out)"),
+        help="Skill pool folder (default: fixtures/pool)."),
+    store: Path | None = typer.Option(None, "--store", metavar="FILE",
+                                      parser=sqlite_store(must_exist=False),
+                                      help="Verdict store SQLite file (default: settings)."),
     top_k: int = typer.Option(10, "--top-k", min=1, help="How many skills to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON with the score breakdowns."),
     no_blend: bool = typer.Option(False, "--no-blend", help="Pure semantic similarity (condition C0)."),
@@ -38,15 +46,6 @@ def route(
     if not query.strip():
         _fail("the query is empty: pass the task text to rank skills for, e.g. "
               "mythloop route \"my regex hangs on long input\"")
-    if len(query) > MAX_QUERY_CHARS:  # as a film's prompt
-        _fail(f"the query is {len(query):,} characters long, over the {MAX_QUERY_CHARS:,} a "
-              "query may have; pass the task text itself, not a document")
-    if store is not None:
-        if store.is_dir():
-            _fail(f"--store {store} is a folder: pass the SQLite file to use, e.g. {store}/verdicts.db")
-        if not store.expanduser().resolve().parent.is_dir():
-            _fail(f"--store {store}: folder {store.expanduser().resolve().parent} does not exist; "
-                  "create it first or pass a file in an existing folder")
     from mythloop.data import data_path
     from mythloop.router import Router, get_embedder
     from mythloop.router.models import ModelStore
@@ -88,48 +87,77 @@ def route(
                    "catalog_issues": len(catalog.issues), "ranked": [r.to_dict() for r in ranked]}
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    _print_table(query, ranked, router.blend)
+    _print_table(query, ranked, router.blend, embedder.model_id)
 
 
-def _print_table(query: str, ranked, blend: bool) -> None:
-    """A rich table of the ranking."""
+def _print_table(query: str, ranked, blend: bool, model_id: str) -> None:
+    """A table of the ranking that fits the terminal (80 columns when output is piped):
+    the score and its main parts always; the finer breakdown (`--json` has it all) only
+    where the width allows. The title names the query, the blend and the model used."""
+    import shutil
+
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{query}  (blend {'on' if blend else 'off'})")
-    for col in ("#", "skill", "tier", "final", "sem", "count", "help", "harm", "rel+", "rel-",
-                "mult", "status", "h/x/streak"):
-        table.add_column(col, justify="left" if col in ("skill", "tier", "status") else "right")
+    width = shutil.get_terminal_size((80, 24)).columns
+    console = Console(width=width, soft_wrap=False)
+    columns = [("#", "right"), ("skill", "left"), ("final", "right"), ("sem", "right"),
+               ("help", "right"), ("harm", "right"), ("status", "left")]
+    wide = [("count", "right"), ("rel+", "right"), ("rel-", "right"), ("mult", "right"),
+            ("tier", "left"), ("h/x/streak", "right")]
+    longest = max((len(r.name) for r in ranked), default=5)
+    needed = sum(len(name) + 2 for name, _ in columns) + max(0, longest - 5) + 8
+    extra = [col for col in wide if (needed := needed + len(col[0]) + 2) <= width]
+    table = Table(title=f"{shown(query)[:200]}", caption=f"blend {'on' if blend else 'off'}; "
+                  f"model: {model_id}", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True, title_justify="left", caption_justify="left")
+    for name, side in [*columns, *extra]:
+        table.add_column(name, justify="right" if side == "right" else "left",
+                         overflow="fold", no_wrap=name != "skill")
     for r in ranked:
         b = r.breakdown
-        table.add_row(
-            str(r.rank), r.name, r.tier or "-", f"{r.score:.3f}", f"{b['semantic']:.3f}",
-            f"{b['count_bonus']:+.3f}", f"{b['help_match']:.3f}", f"{b['harm_match']:.3f}",
-            f"{b['related_helpful']:.3f}", f"{b['related_harmful']:.3f}", f"{b['status_mult']:.1f}",
-            r.status, f"{r.helpful}/{r.harmful}/{r.streak}",
-        )
-    console = Console()
-    if not console.is_terminal:  # piped output: do not squeeze the table to 80 columns
-        console = Console(width=170)
+        cells = {"#": str(r.rank), "skill": r.name, "final": f"{r.score:.3f}",
+                 "sem": f"{b['semantic']:.3f}", "help": f"{b['help_match']:.3f}",
+                 "harm": f"{b['harm_match']:.3f}", "status": r.status,
+                 "count": f"{b['count_bonus']:+.3f}", "rel+": f"{b['related_helpful']:.3f}",
+                 "rel-": f"{b['related_harmful']:.3f}", "mult": f"{b['status_mult']:.1f}",
+                 "tier": r.tier or "-", "h/x/streak": f"{r.helpful}/{r.harmful}/{r.streak}"}
+        table.add_row(*(cells[name] for name, _ in [*columns, *extra]))
     console.print(table)
 
 
-def tags(source: str = typer.Argument(..., help="File of model text, or - for stdin.")) -> None:
-    """Print the skill-used tags found in model text as JSON [{name, verdict, reason}]."""
-    from mythloop.verdicts import scan_tags
+_TEXT_FIX = "pass the text a model wrote (a file, or - for stdin)"
 
-    if source == "-":
-        text = sys.stdin.read()
+
+def tags(source: Path = typer.Argument(..., metavar="FILE|-", parser=in_file(
+        "model text file", _TEXT_FIX, stdin=True),
+        help="File of model text, or - for stdin.")) -> None:
+    """Print the skill-used tags found in model text as JSON [{name, verdict, reason}].
+
+    A tag whose verdict is not HELPFUL, HARMFUL or NEUTRAL is refused (exit 2), as the
+    verdict store would refuse it."""
+    from mythloop.verdicts import VERDICTS, scan_tags
+
+    if str(source) == "-":
+        text_read = sys.stdin.read()
     else:
         try:
-            data = Path(source).read_bytes()
+            data = source.read_bytes()
         except OSError as exc:
-            _fail(f"cannot read {source}: {exc.strerror or exc}; pass a readable file or - for stdin")
+            _fail(f"cannot read {shown(source)}: {exc.strerror or exc}; pass a readable file "
+                  "or - for stdin")
         if b"\x00" in data[:65536]:  # model text never holds NUL bytes; binaries do
-            _fail(f"{source} is a binary file, not model text; pass the text a model wrote "
-                  "(a file or - for stdin)")
-        text = data.decode("utf-8", errors="replace")
-    found, malformed = scan_tags(text)
+            _fail(f"{shown(source)} is a binary file, not model text; {_TEXT_FIX}")
+        text_read = data.decode("utf-8", errors="replace")
+    found, malformed = scan_tags(text_read)
+    bad = [tag for tag in found if tag["verdict"] not in VERDICTS]
+    if bad:
+        first = bad[0]
+        said = repr(first["verdict"].lower()) if first["verdict"] else "none"
+        _fail(f"tag {first['name']!r} has verdict {said}, not one of "
+              f"{', '.join(VERDICTS)} ({len(bad)} such tag(s) in {shown(source)}): fix the "
+              "text's verdicts")
     if malformed:
         typer.echo(f"tags: {malformed} malformed skill-used fragment(s) skipped", err=True)
     typer.echo(json.dumps(found, indent=2, ensure_ascii=False))

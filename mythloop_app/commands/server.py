@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 import typer
 
 from mythloop_app.commands.runtime import prepare_state
+from mythloop_app.params import host as host_address
+from mythloop_app.params import seconds
 
 # mythloop.procs (psutil), mythloop.fileio (pydantic) and mythloop_app.discovery (procs) are
 # imported inside the functions that use them, so that `mythloop serve --cron BAD` is answered
@@ -73,14 +75,16 @@ def _stop_on_signals() -> Iterator[None]:
 def server(
     port: int | None = typer.Option(None, min=1, max=65535,
                                     help="Port to listen on (default: a free one)."),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    startup_timeout: float = typer.Option(180.0, min=1.0,
+    host: str = typer.Option("127.0.0.1", parser=host_address, metavar="ADDRESS",
+                             help="Address to listen on."),
+    startup_timeout: float = typer.Option(180.0, parser=seconds("startup timeout"),
+                                          metavar="SECONDS",
                                           help="Seconds to wait for the server to answer."),
 ) -> None:
     """Start a local Prefect server with its UI (SQLite under .mythloop/prefect); Ctrl-C stops it.
 
     While it runs, mythloop commands in other shells use it by themselves; the `prefect`
-    CLI needs the `export PREFECT_API_URL=...` line it prints.
+    CLI needs the `export PREFECT_API_URL=<url>` line it prints.
     """
     existing = os.environ.get("PREFECT_API_URL")
     from mythloop import procs  # noqa: PLC0415  (psutil: off the start-up path)
@@ -232,8 +236,12 @@ def serve(
             if preview is not None:
                 preview.stop()
         # serve_all returns when Prefect's runner took a SIGTERM (it handles that signal
-        # itself, cancelling what it runs): the same line as Ctrl-C's
-        typer.echo("stopped serving")
+        # itself, cancelling what it runs): the same line as Ctrl-C's. When the stop came
+        # through flow_runtime's handler (STOPPING), flow_runtime says it: once, not twice.
+        from mythloop.procs import STOPPING
+
+        if not STOPPING.is_set():
+            typer.echo("stopped serving")
 
 
 def _start_preview(api_url: str, port: int | None):

@@ -6,34 +6,37 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
+from typer.core import TyperCommand
 
 from mythloop.sweep.config import JudgeOptions, SweepConfig
 from mythloop.vocab import CONDITION_HELP, CONDITIONS, JUDGES
 from mythloop_app.commands.runtime import flow_runtime, resume_command, ui_hint
+from mythloop_app.params import in_dir, in_file, model_ref, out_dir, seconds
 
 # The options' defaults are the config models' (one place to change them).
 _CONFIG = SweepConfig()
 _JUDGE = JudgeOptions()
 
+_POOL_FIX = "pass a folder of <name>/SKILL.md to --pool (or leave it out for the bundled pool)"
+_PROMPTS_FIX = "pass --prompts FILE, a prompts YAML or a JSON list of rows"
 _CONDITION_CHOICES = ", ".join(f"{c} ({what})" for c, what in CONDITION_HELP.items())
 
 
 def sweep(
-    ctx: typer.Context,
     conditions: list[str] = typer.Option(
-        list(_CONFIG.conditions), "--conditions", "-c",
-        help=f"Conditions to run: {_CONDITION_CHOICES}. "
+        list(_CONFIG.conditions), "--conditions", "-c", metavar="CONDITIONS",
+        help=f"Conditions to run: {_CONDITION_CHOICES}. Takes a list: "
              "`--conditions c0 c3`, `--conditions c0,c3` or repeat the option."),
     rounds: int = typer.Option(_CONFIG.rounds, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
     replicates: int = typer.Option(_CONFIG.replicates, min=1, help="Replicates per condition, each with its own "
                                                    "seed and prompt order."),
     judge: str = typer.Option(_CONFIG.judge, help="Who plays the model in learning turns: "
                               + " | ".join(JUDGES) + ". simulated/oracle need no account."),
-    noise: float = typer.Option(_JUDGE.noise, min=0.0, max=1.0,
-                                help="Simulated judge: probability a verdict is flipped. "
-                                     "Several levels (`--noise 0 0.2 0.4`) run a noise study: "
-                                     "one sweep per level under the results dir, and a noise "
-                                     "curve in its report."),
+    noise: list[float] = typer.Option([_JUDGE.noise], min=0.0, max=1.0, metavar="LEVELS",
+                                      help="Simulated judge: probability a verdict is flipped. "
+                                           "Takes a list: several levels (`--noise 0 0.2 0.4`) "
+                                           "run a noise study: one sweep per level under the "
+                                           "results dir, and a noise curve in its report."),
     omit_rate: float = typer.Option(_JUDGE.omit_rate, min=0.0, max=1.0,
                                     help="Simulated judge: probability a tag is left out."),
     invent_rate: float = typer.Option(_JUDGE.invent_rate, min=0.0, max=1.0,
@@ -44,21 +47,29 @@ def sweep(
              "judge in a catalog skill's description (that skill reported HELPFUL whenever "
              "shown; docs/blend.md, \"A judge a skill can persuade\"). Default 0: off."),
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
-    pool: Path | None = typer.Option(None, help="Skill pool folder (default: bundled pool)."),
-    prompts: Path | None = typer.Option(None, "--prompts",
+    pool: Path | None = typer.Option(None, parser=in_dir("skill pool", _POOL_FIX),
+                                     metavar="DIR",
+                                     help="Skill pool folder (default: bundled pool)."),
+    prompts: Path | None = typer.Option(None, "--prompts", metavar="FILE",
+                                        parser=in_file("prompts file", _PROMPTS_FIX),
                                         help="Prompts YAML (default: bundled prompts.yaml), or "
                                              'a JSON list of {"id", "text", "expected"} rows '
                                              "(a benchmark's labelled queries, all learned "
                                              "from)."),
     held_out: Path | None = typer.Option(
-        None, "--held-out",
+        None, "--held-out", metavar="FILE", parser=in_file("held-out prompts file",
+                                                           _PROMPTS_FIX.replace("--prompts",
+                                                                                "--held-out")),
         help="Extra held-out prompts (JSON rows as --prompts, or YAML): measured every round, "
              "never learned from."),
-    embedder: str | None = typer.Option(None, help="Sentence-transformers model path or name."),
-    turn_timeout: float | None = typer.Option(None, help="Seconds per learning turn."),
+    embedder: str | None = typer.Option(None, parser=model_ref, metavar="DIR|NAME",
+                                        help="Sentence-transformers model folder or name."),
+    turn_timeout: float | None = typer.Option(None, parser=seconds("turn timeout"),
+                                              metavar="SECONDS",
+                                              help="Seconds per learning turn."),
     seed: int | None = typer.Option(None, help="Base seed (default: the prompts file's)."),
     results_dir: Path | None = typer.Option(
-        None, help="Where results go (default: .mythloop/results/<UTC stamp>). "
+        None, parser=out_dir("results dir", "pass another --results-dir"), metavar="DIR", help="Where results go (default: .mythloop/results/<UTC stamp>). "
                    "Rerunning on the same dir resumes."),
     shard_deployment: str | None = typer.Option(
         None, help="Fan out: run each condition x replicate as a flow run of this deployment "
@@ -99,14 +110,10 @@ def sweep(
     Writes per-round JSONL, turn logs, raw model texts, metrics.json, report.md and plots
     into the results dir, and prints where the report is.
     """
-    if results_dir is not None:  # the folder given: answered before the sweep modules load
-        from mythloop.checks import dir_problem
+    from mythloop.sweep.study import normalise_levels
 
-        problem = dir_problem(results_dir, "results dir")
-        if problem:  # e.g. under /proc, or under a file
-            _fail(f"{problem}; pass another --results-dir")
-    levels, names = _split_extras(noise, ctx.args)
-    chosen = _conditions(conditions, names)
+    levels = normalise_levels(noise)
+    chosen = _conditions(conditions)
     if len(levels) > 1 and judge != "simulated":
         _fail(f"several --noise levels need --judge simulated (judge {judge!r} has no noise "
               "setting)")
@@ -134,7 +141,7 @@ def sweep(
     try:
         config = SweepConfig(
             conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
-            judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
+            judge_options=JudgeOptions(noise=noise[0] if len(levels) == 1 else levels[0],
                                        omit_rate=omit_rate, invent_rate=invent_rate,
                                        persuade=judge_persuade, model=model),
             pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
@@ -224,28 +231,10 @@ def _cold_skills(value: str | None, add_at: int | None) -> tuple[float | None, P
     return fraction, None
 
 
-def _split_extras(noise: float, extra: list[str]) -> tuple[list[float], list[str]]:
-    """`--noise 0 0.2 0.4` leaves 0.2 and 0.4 among the extra args: numbers are noise
-    levels, the rest condition names. Returns (distinct sorted levels, other args)."""
-    levels, names = [noise], []
-    for item in extra:
-        try:
-            value = float(item)
-        except ValueError:
-            names.append(item)
-            continue
-        if not 0.0 <= value <= 1.0:
-            _fail(f"noise level {item} is outside 0..1 (--noise)")
-        levels.append(value)
-    from mythloop.sweep.study import normalise_levels
-
-    return normalise_levels(levels), names
-
-
-def _conditions(given: list[str], extra: list[str]) -> list[str]:
+def _conditions(given: list[str]) -> list[str]:
     """Accept `--conditions c0 c3` (the seed's form) as well as c0,c3 and repeats."""
     names: list[str] = []
-    for item in [*given, *extra]:
+    for item in given:
         names.extend(part for part in item.replace(",", " ").split() if part)
     names = [n.lower() for n in names]
     unknown = [n for n in names if n not in CONDITIONS]
@@ -255,6 +244,46 @@ def _conditions(given: list[str], extra: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+class _ListOptions(TyperCommand):
+    """`--conditions c0 c3` and `--noise 0 0.2 0.4`: the words after a list option (up to
+    the next option) are its values, as if the option were repeated. Any other word that no
+    option asked for is refused (`sweep c4`, `--rounds 2 4`), never read as a condition or a
+    noise level."""
+
+    LISTS = {"--conditions": str, "-c": str, "--noise": float}
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        takes_value = {opt for param in self.params if not getattr(param, "is_flag", True)
+                       for opt in getattr(param, "opts", [])}
+        out: list[str] = []
+        i = 0
+        while i < len(args):
+            word = args[i]
+            out.append(word)
+            i += 1
+            if word == "--":
+                out += args[i:]
+                break
+            if word in self.LISTS and i < len(args):
+                out.append(args[i])  # its first value, whatever it is
+                i += 1
+                while i < len(args) and self._value_of(word, args[i]):
+                    out += [word, args[i]]
+                    i += 1
+            elif word in takes_value and i < len(args):
+                out.append(args[i])
+                i += 1
+        return super().parse_args(ctx, out)
+
+    def _value_of(self, option: str, word: str) -> bool:
+        if self.LISTS[option] is float:
+            try:
+                float(word)
+            except ValueError:
+                return False
+            return True
+        return not word.startswith("-")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("sweep", context_settings={"allow_extra_args": True,
-                                           "ignore_unknown_options": False})(sweep)
+    app.command("sweep", cls=_ListOptions)(sweep)

@@ -7,8 +7,12 @@ from pathlib import Path
 import typer
 
 from mythloop.textsafe import clean_line
+from mythloop_app.params import SCENE_FILE_CAP, in_file, out_dir, seconds, shown, text
 
 __all__ = ["register"]
+
+
+_SCENE_FIX = "pass a Python scene file (a generated scene is a few KB)"
 
 
 def _read(file: Path) -> str:
@@ -17,13 +21,15 @@ def _read(file: Path) -> str:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        typer.echo(f"error: cannot read {file}: {reason}", err=True)
+        typer.echo(f"error: cannot read {shown(file)}: {reason}", err=True)
         raise typer.Exit(2) from None
 
 
 def verify(
-    file: Path = typer.Argument(..., help="Scene file (Python) to check."),
-    prompt: str | None = typer.Option(None, "--prompt", help="The film prompt, for the "
+    file: Path = typer.Argument(..., metavar="FILE", parser=in_file(
+        "scene file", _SCENE_FIX, cap=SCENE_FILE_CAP), help="Scene file (Python) to check."),
+    prompt: str | None = typer.Option(None, "--prompt", parser=text(
+        "the prompt", 2000, "pass the film's prompt as UTF-8 text"), help="The film prompt, for the "
                                       "art-direction lint (light paper + no black)."),
 ) -> None:
     """Statically check a generated scene; exit 1 with FILE:LINE: reason when rejected."""
@@ -44,13 +50,18 @@ def verify(
 
 
 def render(
-    file: Path = typer.Argument(..., help="Scene file (Python) to render."),
+    file: Path = typer.Argument(..., metavar="FILE", parser=in_file(
+        "scene file", _SCENE_FIX, cap=SCENE_FILE_CAP), help="Scene file (Python) to render."),
     scene: str | None = typer.Option(None, "--scene", help="Scene class to render (default: "
                                      "every Scene class of the file, as manim -a)."),
     quality: str = typer.Option("l", "-q", "--quality", help="Manim quality: l (480p15), m, h, p or k (4K)."),
-    timeout: float | None = typer.Option(None, "--timeout", min=1, help="Seconds before the "
+    timeout: float | None = typer.Option(None, "--timeout", metavar="SECONDS",
+                                         parser=seconds("render timeout"),
+                                         help="Seconds before the "
                                          "render is killed (default: M2M_RENDER_TIMEOUT)."),
-    out: Path | None = typer.Option(None, "--out", help="Render dir, any folder you can write "
+    out: Path | None = typer.Option(None, "--out", metavar="DIR", parser=out_dir(
+        "render dir", "pass another --out (a folder you can write)"),
+        help="Render dir, any folder you can write "
                                     "(default: a fresh folder under the state dir)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
     layout: bool = typer.Option(False, "--layout", help="Also run the film's layout check "
@@ -64,7 +75,7 @@ def render(
     `image: PATH` for a still scene), or one line saying what went wrong.
 
     While it runs, progress lines go to stderr (one per animation); stdout holds the result.
-    With --layout, one line per layout finding follows (`layout: SCENE t=...s KIND ...`)
+    With --layout, one line per layout finding follows (`layout: SCENE t=<seconds>s KIND <details>`)
     and a count; they exit 0 unless --strict.
     """
     from mythloop.mythos.sandbox.render import scene_names, syntax_problem, top_level_names
