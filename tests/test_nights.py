@@ -248,10 +248,10 @@ def test_compare_names_config_differences_first_and_refuses_other_prompts(tmp_pa
 
 
 @pytest.mark.parametrize("args, says", [
-    (["compare", "/nonexistent/a", "/nonexistent/b"], "no such folder"),
+    (["compare", "/nonexistent/a", "/nonexistent/b"], "/nonexistent/a does not exist (A)"),
     (["compare", str(RESULTS_SMALL)], "--baseline"),
     (["compare", str(RESULTS_SMALL), "--baseline", "yesterday"], "'last' or a UTC date"),
-    (["compare", str(RESULTS_SMALL), "--baseline", "last"], "no comparable night"),
+    (["compare", str(RESULTS_SMALL), "--baseline", "last"], "nothing to compare"),
     (["history", "--metric", "hit3"], "--metric 'hit3': one of"),
 ])
 def test_bad_compare_input_is_one_line(args, says, tmp_path, monkeypatch):

@@ -113,7 +113,8 @@ def test_cli_defaults_are_the_config_models():
     assert list(sweep["conditions"]) == config.conditions
     for name in ("rounds", "replicates", "judge", "strict", "task_per_turn", "parallel_shards"):
         assert sweep[name] == getattr(config, name), name
-    for name in ("noise", "omit_rate", "invent_rate"):
+    assert list(sweep["noise"]) == [judge.noise]  # --noise takes a list of levels
+    for name in ("omit_rate", "invent_rate"):
         assert sweep[name] == getattr(judge, name), name
     film = _defaults("film")
     for name in ("quality", "max_repairs", "burn_subtitles", "layout_repair", "fresh"):
