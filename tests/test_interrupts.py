@@ -273,6 +273,7 @@ def test_ctrl_c_stops_serve_then_the_server(tmp_path):
         code = _ctrl_c(serve)
         assert code == 0, _text(state, "serve", "err")[-3000:]
         assert _text(state, "serve", "out").splitlines()[-1] == "stopped serving"
+        assert _text(state, "serve", "out").count("stopped serving") == 1  # said once
         assert "Traceback" not in _text(state, "serve", "err")
         assert server.poll() is None  # its own session: the server is not touched
 

@@ -251,6 +251,7 @@ def test_sigterm_stops_serve_then_the_server(tmp_path):
         code = _sigterm(serve)
         assert code == 0, _text(state, "serve", "err")[-3000:]
         assert _text(state, "serve", "out").splitlines()[-1] == "stopped serving"
+        assert _text(state, "serve", "out").count("stopped serving") == 1  # said once
         assert "Traceback" not in _text(state, "serve", "err")
         assert server.poll() is None
         code = _sigterm(server)
