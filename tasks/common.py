@@ -30,6 +30,7 @@ from prefect.states import Crashed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from mythloop.llm import LLM_TAG, is_retriable
+from mythloop.procs import STOPPING
 from mythloop.settings import get_settings
 from mythloop.textsafe import clean_line, clean_text
 
@@ -41,9 +42,13 @@ R = TypeVar("R")
 
 def say(message: str) -> None:
     """A console line for the person watching, as well as the Prefect log. The line may hold
-    scene or model text (a label, an error): it is cleaned of escapes and control characters."""
+    scene or model text (a label, an error): it is cleaned of escapes and control characters.
+    Once a stop is under way (Ctrl-C, SIGTERM: `mythloop.procs.STOPPING`), the console gets no
+    more of them: the command's one `interrupted; ...` line says it (the log still gets every
+    line)."""
     message = clean_line(message, 8000)
-    print(message, flush=True)
+    if not STOPPING.is_set():
+        print(message, flush=True)
     try:
         get_run_logger().info(message)
     except Exception:  # outside a run context

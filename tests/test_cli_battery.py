@@ -335,3 +335,18 @@ def test_resume_line_starts_with_the_executable_as_typed(tmp_path):
         f"sys.argv = ['/x/mythloop_app/__main__.py', 'sweep']; {probe}")],
         capture_output=True, text=True, env=env, check=True)
     assert module.stdout.strip() == ".venv/bin/python -m mythloop_app sweep --results-dir R"
+
+
+def test_progress_lines_stop_when_a_stop_is_under_way(capsys):
+    """After Ctrl-C or SIGTERM the console gets the command's one `interrupted; ...` line,
+    not the progress lines of scenes and turns that end because of the stop."""
+    from mythloop.procs import STOPPING
+    from mythloop_tasks.common import say
+
+    say("[film] rendering 3 scene(s), 2 at a time")
+    STOPPING.set()
+    try:
+        say("[film] render-scene-02 -> render interrupted (Ctrl-C or SIGTERM)")
+    finally:
+        STOPPING.clear()
+    assert capsys.readouterr().out == "[film] rendering 3 scene(s), 2 at a time\n"
