@@ -259,8 +259,8 @@ def model_ref(value: str) -> str:
     return str(path)
 
 
-def seconds(what: str) -> Callable[[str], float]:
-    """A number of seconds: finite, more than 0, at most a week."""
+def seconds(what: str, *, zero: bool = False) -> Callable[[str], float]:
+    """A number of seconds: finite, more than 0 (or 0 itself, with `zero`), at most a week."""
 
     def parse(value: str) -> float:
         try:
@@ -270,8 +270,9 @@ def seconds(what: str) -> Callable[[str], float]:
                           "give seconds, e.g. 120") from None
         if math.isnan(number) or math.isinf(number):
             raise Refused(f"{what} {value} is not a finite number", "give seconds, e.g. 120")
-        if number <= 0:
-            raise Refused(f"{what} {value} is not more than 0",
+        if number < 0 or (number == 0 and not zero):
+            raise Refused(f"{what} {value} is not more than 0" if not zero else
+                          f"{what} {value} is negative",
                           "give a positive number of seconds, e.g. 120")
         if number > MAX_SECONDS:
             raise Refused(f"{what} {value} is over a week ({MAX_SECONDS:.0f} s)",

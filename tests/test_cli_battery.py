@@ -156,6 +156,8 @@ CASES = [
                                                       "(--host)")),
     ("host-space", ["server", "--host", "bad host"], ("(--host)",)),
     ("cron-bogus", ["serve", "--cron", "99 * * *"], ("not a valid cron expression",)),
+    ("serve-wait-inf", ["serve", "--wait", "inf"], ("wait inf is not a finite number", "(--wait)")),
+    ("serve-wait-neg", ["serve", "--wait", "-1"], ("wait -1 is negative", "(--wait)")),
     ("timezone-bogus", ["serve", "--timezone", "Mars/Olympus"], ("not an IANA timezone",)),
     ("models-remove-unknown", ["models", "remove", "nope"], ("no model 'nope'",)),
     # ---- flags that cannot apply together

@@ -171,7 +171,8 @@ def serve(
                                     "(default: MYTHLOOP_SCHEDULE_CRON, '0 2 * * *')."),
     timezone: str | None = typer.Option(None, help="IANA timezone of the cron "
                                         "(default: MYTHLOOP_TIMEZONE, UTC)."),
-    wait: float = typer.Option(0.0, min=0.0, help="Seconds to wait for the server to answer "
+    wait: float = typer.Option(0.0, parser=seconds("wait", zero=True), metavar="SECONDS",
+                               help="Seconds to wait for the server to answer "
                                "(when server and serve start together)."),
     preview_port: int | None = typer.Option(
         None, min=0, max=65535, help="Port of the read-only HTTP preview of film runs and "
