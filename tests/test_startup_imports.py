@@ -39,10 +39,19 @@ def _cases(tmp: Path) -> dict[str, list[str]]:
         "replay": ["film", "the wave equation", "--backend", "replay"],
         "cron": ["serve", "--cron", "99 * * *"],
         "timezone": ["serve", "--timezone", "Mars/Olympus"],
+        # issue 53: the validation layer answers before anything heavy loads
+        "turn-timeout": ["sweep", "--turn-timeout", "nan"],
+        "stray-word": ["sweep", "--rounds", "2", "4"],
+        "store": ["route", "my regex hangs", "--store", str(tmp / "a-file")],
+        "baseline": ["compare", str(tmp), "--baseline", "2026-13-45"],
+        "analyze": ["analyze", str(tmp / "nope")],
+        "embedder": ["sweep", "--embedder", str(tmp / "no-model")],
     }
 
 
-@pytest.mark.parametrize("case", ["results-dir", "runs-dir", "replay", "cron", "timezone"])
+@pytest.mark.parametrize("case", ["results-dir", "runs-dir", "replay", "cron", "timezone",
+                                  "turn-timeout", "stray-word", "store", "baseline", "analyze",
+                                  "embedder"])
 def test_bad_input_is_answered_before_heavy_modules_load(tmp_path, case):
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
     env["MYTHLOOP_STATE_DIR"] = str(tmp_path / "state")
