@@ -4,7 +4,8 @@ Each area of the project registers its own commands from
 `mythloop_app/commands/<area>.py` (a `register(app)` function), so this file stays
 small. Heavy imports (torch, Prefect, manim, pydantic_settings) happen inside the command
 bodies, which keeps `mythloop --help` and the answers to bad input fast (under a second; see
-bench/startup.py).
+bench/startup.py). What each option may hold is checked while the command line is parsed
+(`mythloop_app/params.py`), before a command body runs.
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ class _Group(HelpGroup):
 app = typer.Typer(
     cls=_Group,
     context_settings={"max_content_width": 120},  # the terminal's width, up to 120
-
     name="mythloop",
     help=(
         "Run LLM-agent experiments and films as observable, retriable Prefect workflows.\n\n"
