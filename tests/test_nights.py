@@ -282,6 +282,23 @@ def test_compare_against_the_history(tmp_path, monkeypatch):
     assert compare(side, side).regressions == []
 
 
+def test_baseline_last_right_after_the_first_sweep_is_one_line(tmp_path, monkeypatch):
+    """The README's `compare /tmp/s --baseline last` after the first sweep: the history holds
+    that sweep's own night only; one line says there is nothing to compare with yet."""
+    monkeypatch.setenv("MYTHLOOP_STATE_DIR", str(tmp_path / "state"))
+    from mythloop.analysis.history import history_path
+
+    first = tmp_path / "s"
+    shutil.copytree(RESULTS_SMALL, first)
+    append_night(_small_night(tmp_path, "s", "2026-01-05T02:05:00Z"), history_path())
+    result = _cli("compare", str(first), "--baseline", "last")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: nothing to compare {first} with yet")
+    assert "each finished sweep adds a night" in lines[0]
+    assert not (first / "compare.md").exists()
+
+
 @pytest.mark.slow  # the nights fixture: three sweeps
 def test_with_a_notification_block_the_automation_sends_through_it(nights):
     """MYTHLOOP_REGRESSION_NOTIFY_BLOCK: the same automation, updated in place, also posts the
