@@ -237,17 +237,21 @@ _MODEL_MARKERS = ("modules.json", "config_sentence_transformers.json", "config.j
 
 def model_ref(value: str) -> str:
     """--embedder: a local sentence-transformers folder (it holds modules.json or config.json)
-    or a model name. A value that looks like a path (it exists, or has a / or starts with
-    . or ~) must be such a folder."""
+    or a model name (`all-MiniLM-L6-v2`, `org/name`). A value that looks like a path (it
+    exists, starts with / . or ~, or has more than one /) must be such a folder; a name must
+    be in the local Hugging Face cache while the hub is offline (mythloop's default)."""
     what = "embedding model"
     fix = ("pass a sentence-transformers model folder (one holding modules.json), or leave "
            "--embedder out for the bundled model")
     _encoding_and_length(value, what)
     path = Path(value).expanduser()
-    looks_like_path = (path.exists() or "/" in value or value.startswith((".", "~"))
-                       or os.path.lexists(value))
+    looks_like_path = (os.path.lexists(path) or value.startswith(("/", ".", "~"))
+                       or value.count("/") > 1)
     if not looks_like_path:
-        return value  # a hub name: loaded from the local cache (offline) by the router
+        if _hub_offline() and not _in_hub_cache(value):
+            raise Refused(f"{what} {shown(value)!r} is neither a folder here nor in the "
+                          "Hugging Face cache, and the hub is offline", fix)
+        return value
     problem = path_problem(path, "dir")
     if problem == "missing":
         problem = "does not exist"
@@ -257,6 +261,23 @@ def model_ref(value: str) -> str:
         raise Refused(f"{what} {shown(value)} is a folder without modules.json or "
                       "config.json, not a model", fix)
     return str(path)
+
+
+def _hub_offline() -> bool:
+    """Whether models load offline: HF_HUB_OFFLINE, which mythloop sets to 1 when unset."""
+    return os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() not in ("0", "false", "no",
+                                                                          "off", "")
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds the model `name` (a bare name is looked up as
+    sentence-transformers' own, as the library does)."""
+    repo = name if "/" in name else f"sentence-transformers/{name}"
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                     "huggingface")
+    cache = Path(os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub"))
+    return any((cache / f"models--{r.replace('/', '--')}" / "snapshots").is_dir()
+               for r in {repo, name})
 
 
 def seconds(what: str, *, zero: bool = False) -> Callable[[str], float]:

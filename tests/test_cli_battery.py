@@ -132,6 +132,9 @@ CASES = [
      ("embedding model", "does not exist", "(--embedder)")),
     ("embedder-not-a-model", ["sweep", "--embedder", EMPTY],
      ("without modules.json or config.json", "(--embedder)")),
+    ("embedder-name-not-cached", ["sweep", "--embedder", "no-such-org/no-such-model"],
+     ("'no-such-org/no-such-model' is neither a folder here nor in the Hugging Face cache",
+      "(--embedder)")),
     ("verify-64mb", ["verify", BIG], ("is larger than 1 MB", "(FILE)")),
     ("render-64mb", ["render", BIG], ("is larger than 1 MB",)),
     ("verify-fifo", ["verify", FIFO], ("not a regular file",)),
@@ -211,6 +214,8 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(RESULTS_SMALL, tmp_path / "results")
     monkeypatch.setenv("MYTHLOOP_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("MYTHLOOP_BACKEND", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))  # (absent: an empty cache)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(runtime, "_PREPARED", [])  # this case prepares its own state dir
     return tmp_path
 
