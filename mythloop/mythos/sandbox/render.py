@@ -42,7 +42,7 @@ from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
 from mythloop.mythos.code.scenes import module_source
-from mythloop.mythos.sandbox import formula_cache, render_pool, stage_tree
+from mythloop.mythos.sandbox import formula_cache, intake, render_pool, stage_tree
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.mythos.sandbox.sandbox_policy import SCENE_HELPERS
@@ -727,6 +727,10 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
+    if kind == "ok":  # each output checked and remade by the parent before anything reads it
+        taken, refused = intake.take_over(list(found.values()), quality=quality,
+                                          max_bytes=limits.file_bytes, namespaced=namespaced)
+        kind, message = (kind, message) if taken == "ok" else (taken, refused)
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms) \
         if layout and kind == "ok" else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
