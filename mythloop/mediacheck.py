@@ -35,7 +35,7 @@ from typing import Literal
 from mythloop import procs
 
 __all__ = ["MediaRejected", "MediaInfo", "Bounds", "check", "check_structure", "tool_limits", "output_cap",
-           "ffmpeg_exe", "ffprobe_exe", "MP4_DEMUXER", "PNG_DEMUXER", "FRAME_SIZES"]
+           "ffmpeg_exe", "ffprobe_exe", "printable", "MP4_DEMUXER", "PNG_DEMUXER", "FRAME_SIZES"]
 
 MediaKind = Literal["video", "image"]
 
@@ -156,6 +156,17 @@ def check_structure(path: Path | str, kind: MediaKind, bounds: Bounds | None = N
     return st.st_size
 
 
+def printable(text: object, limit: int = 200) -> str:
+    """TEXT (a box name, a tool's error line: bytes a file chose) as at most LIMIT printable
+    ASCII characters, anything else as '?': safe on a terminal, in a log, in markdown."""
+    return "".join(ch if " " <= ch <= "~" and ch not in "`[]<>" else "?"
+                   for ch in str(text)[:limit])
+
+
+def _box_name(box: bytes) -> str:
+    return printable(box.decode("latin-1"), 4)
+
+
 def _read_at(fh, offset: int, count: int) -> bytes:
     fh.seek(offset)
     return fh.read(count)
@@ -202,7 +213,7 @@ def _box_at(fh, offset: int, limit: int, path: Path) -> tuple[bytes, int, int]:
     elif size == 0:
         size = limit - offset
     if size < body - offset or offset + size > limit:
-        raise MediaRejected(f"{path.name}: a `{box.decode('latin-1')}` box at byte {offset} "
+        raise MediaRejected(f"{path.name}: a '{_box_name(box)}' box at byte {offset} "
                             f"runs past the end of the file (truncated or forged)")
     return box, body, offset + size
 
@@ -219,7 +230,7 @@ def _edit_lists(moov: bytes, path: Path) -> None:
                 size = struct.unpack(">Q", moov[offset + 8:offset + 16])[0]
                 body = offset + 16
             if size < body - offset or offset + size > end:
-                raise MediaRejected(f"{path.name}: a `{box.decode('latin-1')}` box inside "
+                raise MediaRejected(f"{path.name}: a '{_box_name(box)}' box inside "
                                     "`moov` runs past its parent (forged)")
             if box in _CONTAINERS:
                 stack.append((body, offset + size))
@@ -278,7 +289,7 @@ def _probed(path: Path, kind: MediaKind, size: int, bounds: Bounds) -> MediaInfo
         said = [ln for ln in done.stderr.splitlines() if ln.strip()]
         raise MediaRejected(f"{path.name} is not a readable "
                             f"{'mp4' if kind == 'video' else 'PNG'}: "
-                            f"{said[-1][-200:] if said else f'ffprobe exit {done.returncode}'}")
+                            f"{printable(said[-1][-200:]) if said else f'ffprobe exit {done.returncode}'}")
     try:
         info = json.loads(done.stdout)
         streams = list(info.get("streams") or [])
@@ -303,9 +314,11 @@ def _video_info(path: Path, size: int, streams: list, fmt: dict, bounds: Bounds)
                             "a scene video has one video stream and at most one audio stream")
     video = videos[0]
     if video.get("codec_name") != "h264":
-        raise MediaRejected(f"{path.name}: its video is {video.get('codec_name')}, not H.264")
+        raise MediaRejected(f"{path.name}: its video is {printable(video.get('codec_name'), 20)}"
+                            ", not H.264")
     if audios and audios[0].get("codec_name") != "aac":
-        raise MediaRejected(f"{path.name}: its audio is {audios[0].get('codec_name')}, not AAC")
+        raise MediaRejected(f"{path.name}: its audio is "
+                            f"{printable(audios[0].get('codec_name'), 20)}, not AAC")
     width, height = _int(video.get("width")), _int(video.get("height"))
     _dimensions(path, width, height, bounds)
     fps = max(_rate(video.get("avg_frame_rate")), _rate(video.get("r_frame_rate")))
@@ -325,7 +338,7 @@ def _video_info(path: Path, size: int, streams: list, fmt: dict, bounds: Bounds)
 
 
 def _codecs(streams: list) -> str:
-    return ", ".join(str(s.get("codec_name") or s.get("codec_type") or "?")[:20]
+    return ", ".join(printable(s.get("codec_name") or s.get("codec_type") or "?", 20)
                      for s in streams[:5]) + (", ..." if len(streams) > 5 else "") or "none"
 
 

@@ -26,6 +26,7 @@ prompt gets it too).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -78,8 +79,9 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
             kind: mediacheck.MediaKind = "video" if src.suffix == ".mp4" else "image"
             ext = ".mp4" if kind == "video" else ".png"
             job = _Job(src, kind, box / f"in{index}{ext}", box / f"out{index}{ext}")
-            _copy_bounded(src, job.copy, bounds.max_bytes, shown=src.name)
-            info = _checked(job.copy, kind, bounds, src.name)
+            shown = mediacheck.printable(src.name, 120)  # a name the scene may have chosen
+            _copy_bounded(src, job.copy, bounds.max_bytes, shown=shown)
+            info = _checked(job.copy, kind, bounds, shown)
             # a copy's remux is about its input's size; a PNG at most its raw RGBA64 pixels
             job.cap = info.size + (1 << 20) if kind == "video" else \
                 info.width * info.height * 8 + (1 << 20)
@@ -88,7 +90,8 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
         for job in jobs:
             # what the sandboxed ffmpeg wrote: its structure again (its figures were probed
             # on the input, and its packets are the input's)
-            _checked(job.out, job.kind, bounds, f"{job.src.name} (remade)", probe=False)
+            _checked(job.out, job.kind, bounds,
+                     f"{mediacheck.printable(job.src.name, 120)} (remade)", probe=False)
             _replace(job.out, job.src)
         return "ok", ""
     except MediaRejected as exc:
@@ -125,7 +128,8 @@ def _copy_bounded(src: Path, dst: Path, limit: int, *, shown: str) -> None:
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        raise MediaRejected(f"{shown} cannot be read: {exc.strerror}") from None
+        raise MediaRejected(f"{shown} is not a regular file (a link)" if exc.errno == errno.ELOOP
+                            else f"{shown} cannot be read: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as data:
         st = os.fstat(data.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
@@ -184,17 +188,19 @@ def _remux(R, box: Path, jobs: list[_Job], namespaced: bool) -> None:  # noqa: N
         tail = stage_tree.read_tail(said, 4096)
     finally:
         said.unlink(missing_ok=True)
-    name = jobs[0].src.name if len(jobs) == 1 else f"{jobs[0].src.name} and the rest"
+    first = mediacheck.printable(jobs[0].src.name, 120)
+    name = first if len(jobs) == 1 else f"{first} and the rest"
     if timed_out:
         raise MediaRejected(f"{name}: remaking it took over {REMUX_TIMEOUT:.0f} s")
     if code != 0:
         lines = [ln for ln in tail.splitlines() if ln.strip()]
         raise MediaRejected(f"{name}: ffmpeg could not remake it (exit {code}): "
-                            f"{lines[-1][-200:] if lines else 'no output'}")
+                            f"{mediacheck.printable(lines[-1][-200:]) if lines else 'no output'}")
     for job in jobs:
         with contextlib.suppress(OSError):
             if job.out.stat().st_size >= job.cap:
-                raise MediaRejected(f"{job.src.name}: the remade file reached its size cap "
+                raise MediaRejected(f"{mediacheck.printable(job.src.name, 120)}: the remade "
+                                    f"file reached its size cap "
                                     f"({job.cap} bytes)")
 
 
