@@ -48,7 +48,7 @@ _CONTAINERS = {b"moov", b"trak", b"edts"}  # the boxes walked down to each edit 
 _MAX_TOP_BOXES = 64
 _MAX_MOOV = 32 << 20
 _MAX_EDITS = 2  # manim's mp4s carry one edit (the encoder's start delay) per track
-_PROBE_TIMEOUT = 30.0
+_PROBE_TIMEOUT = 15.0
 
 
 class MediaRejected(ValueError):

@@ -30,6 +30,7 @@ import errno
 import os
 import stat
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,13 +43,15 @@ from mythloop.vocab import RenderKind
 
 __all__ = ["take_over", "REMUX_TIMEOUT", "stats"]
 
-REMUX_TIMEOUT = 60.0
+REMUX_TIMEOUT = 30.0
 _STATS = {"files": 0, "seconds": 0.0}
+_STATS_LOCK = threading.Lock()  # a film renders its scenes in threads
 
 
 def stats() -> dict:
     """Files taken over and the seconds it took, in this process (tests, bench)."""
-    return dict(_STATS)
+    with _STATS_LOCK:
+        return dict(_STATS)
 
 
 @dataclass
@@ -65,7 +68,8 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
     """Check and remake each of FILES (paths inside a finished render's stage) in place.
 
     ("ok", "") when all were accepted; otherwise (kind, one-line message): `scene_error`
-    for a file that is not the media expected, `missing_tool` without ffmpeg/ffprobe."""
+    for a file that is not the media expected, `missing_tool` without ffmpeg/ffprobe,
+    `resource_limit` when the parent's own disk refuses the copies."""
     if not files:
         return "ok", ""
     from mythloop.mythos.sandbox import render as R  # noqa: PLC0415 (cycle: render imports this module)
@@ -101,10 +105,15 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
         if exc.filename in ("ffmpeg", "ffprobe"):
             return "missing_tool", str(exc.strerror)
         return "scene_error", f"scene error: an output of the render is gone ({exc.strerror})"
+    except OSError as exc:  # the parent's own disk (full, read-only): no traceback either
+        return "resource_limit", (f"the render's outputs could not be taken over: "
+                                  f"{exc.strerror}; free disk space under the state dir "
+                                  "and rerun")
     finally:
         stage_tree.remove_tree(box)
-        _STATS["files"] += len(files)
-        _STATS["seconds"] += time.monotonic() - started
+        with _STATS_LOCK:
+            _STATS["files"] += len(files)
+            _STATS["seconds"] += time.monotonic() - started
 
 
 def _checked(path: Path, kind: mediacheck.MediaKind, bounds: Bounds, shown: str, *,
