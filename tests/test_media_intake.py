@@ -209,6 +209,23 @@ def test_the_stitch_reads_no_hostile_scene_video(media, tmp_path, name):
     _no_canary_left(tmp_path)
 
 
+@pytest.mark.parametrize("step", ["hold", "poster", "luma", "mux"])
+def test_the_film_steps_read_a_scene_video_only_as_an_mp4(media, tmp_path, step):
+    """A scene-cache entry kept before the intake existed could be a playlist: every later
+    step forces the mp4 demuxer, so it fails there instead of reading the other film."""
+    from mythloop.mythos.media.avmux import hold_last_frame, luma_profile, mux_film, poster_frame
+
+    playlist = media["playlist.mp4"]
+    run = {"hold": lambda: hold_last_frame(playlist, 1.0, tmp_path / "held.mp4"),
+           "poster": lambda: poster_frame(playlist, tmp_path / "poster.png", at=0.5),
+           "luma": lambda: luma_profile(playlist),
+           "mux": lambda: mux_film(playlist, tmp_path / "film.mp4")}[step]
+    with pytest.raises(MuxError):
+        run()
+    assert not [p for p in tmp_path.iterdir() if p.suffix in (".mp4", ".png")]
+    _no_canary_left(tmp_path)
+
+
 def test_a_still_clip_refuses_a_huge_png_before_decoding_it(media, tmp_path):
     with pytest.raises(MuxError, match="16000x16000"):
         still_clip(media["png-16000.png"], 2.0, tmp_path / "still.mp4")

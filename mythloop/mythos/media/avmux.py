@@ -49,6 +49,7 @@ def _ffmpeg() -> str:
 
 
 _ONLY_FILES = ["-protocol_whitelist", "file"]  # an input option: before each -i
+_MP4 = ["-f", mediacheck.MP4_DEMUXER]  # a scene video or film is read as an mp4, never probed
 
 
 def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0,
@@ -144,7 +145,7 @@ def frame_stats(video: Path) -> list[dict[str, float]]:
     """Per frame of `video`: its time `t` and ffmpeg signalstats' luma figures (YAVG, YMIN,
     YMAX, ... on a 0-255 scale)."""
     try:
-        proc = procs.run([_ffmpeg(), "-v", "error", *_ONLY_FILES, "-i", str(video), "-vf",
+        proc = procs.run([_ffmpeg(), "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video), "-vf",
                           "signalstats,metadata=print:file=-", "-an", "-f", "null", "-"],
                          timeout=300, limits=tool_limits(cpu_s=300))
     except subprocess.TimeoutExpired:
@@ -196,7 +197,7 @@ def hold_last_frame(video: Path, seconds: float, out: Path, *,
     """A copy of `video` that stays `seconds` longer on one frame (re-encoded, same size):
     the last frame, or with `at` the frame at `at` seconds (the rest plays after the hold)."""
     if at is None:
-        return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-i", str(video),
+        return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video),
                          "-vf", f"tpad=stop_mode=clone:stop_duration={seconds:.3f}",
                          "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out,
                         inputs=[video])
@@ -205,7 +206,7 @@ def hold_last_frame(video: Path, seconds: float, out: Path, *,
              f"tpad=stop_mode=clone:stop_duration={seconds:.3f}[held];"
              f"[b]trim=start={cut:.3f},setpts=PTS-STARTPTS[rest];"
              "[held][rest]concat=n=2:v=1:a=0[v]")
-    return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-i", str(video),
+    return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video),
                      "-filter_complex", graph, "-map", "[v]",
                      "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out, inputs=[video])
 
@@ -270,7 +271,7 @@ def mux_film(video: Path, out: Path, *, audio: Path | None = None,
              subtitles: Path | None = None, burn: bool = False) -> Path:
     """`video` plus an AAC audio track and subtitles: a soft mov_text track, or burnt into
     the picture with `burn` (re-encodes the video)."""
-    args = [_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-i", str(video.resolve())]
+    args = [_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video.resolve())]
     maps = ["-map", "0:v:0"]
     inputs: list[Path] = [video]
     if audio:
@@ -299,7 +300,7 @@ def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
     """A PNG of the frame at `at` seconds (default: the middle of the video)."""
     when = duration_of(video, "video") / 2 if at is None else at
     return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", *_ONLY_FILES,
-                     "-i", str(video), "-frames:v", "1", "-f", "image2"], out, inputs=[video])
+                     *_MP4, "-i", str(video), "-frames:v", "1", "-f", "image2"], out, inputs=[video])
 
 
 def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
