@@ -179,7 +179,7 @@ def _mp4_structure(path: Path, size: int) -> None:
         head = _read_at(fh, 0, 12)
         if len(head) < 12 or head[4:8] != b"ftyp":
             raise MediaRejected(f"{path.name} is not an mp4 (no `ftyp` box first: "
-                                f"starts with {head[:8]!r})")
+                                f"starts with {printable(repr(head[:8]))})")
         offset, moovs, boxes = 0, 0, 0
         while offset < size:
             boxes += 1
@@ -252,7 +252,7 @@ def _png_header(path: Path, bounds: Bounds) -> None:
     with open(path, "rb", opener=_no_follow) as fh:
         head = fh.read(33)
     if not head.startswith(_PNG_SIGNATURE):
-        raise MediaRejected(f"{path.name} is not a PNG (starts with {head[:8]!r})")
+        raise MediaRejected(f"{path.name} is not a PNG (starts with {printable(repr(head[:8]))})")
     if len(head) < 33 or head[12:16] != b"IHDR":
         raise MediaRejected(f"{path.name} is not a PNG (no IHDR chunk first)")
     width, height = struct.unpack(">II", head[16:24])

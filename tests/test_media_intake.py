@@ -320,3 +320,17 @@ def test_a_scene_that_rewrites_its_mp4_is_refused_and_the_next_render_is_fine(
     assert render_pool.current_pool() is worker  # the same warm pool served it
     info = mediacheck.check(after.video_path, "video", Bounds.for_quality("l"))
     assert info.frames >= 4 and not list((tmp_path / "next").rglob(".*intake*"))
+
+
+def test_the_refusal_line_carries_no_control_character_or_markup_from_the_file(tmp_path):
+    """The file's first bytes and a name the scene chose reach the message only as printable
+    ASCII without markdown brackets: the line goes to terminals, logs and Prefect artifacts."""
+    folder = tmp_path / "stage" / "media" / "images" / "scene"
+    folder.mkdir(parents=True)
+    forged = folder / "Still_ManimCE_v\x1b]0;owned\x07[x](http:evil).png"
+    forged.write_bytes(b"\x1b[2J`[a](http://x)`\x07")
+    kind, message = intake.take_over([forged], quality="l", max_bytes=1 << 20,
+                                     namespaced=_namespaces_work())
+    assert kind == "scene_error" and "not a PNG" in message
+    assert all(" " <= ch <= "~" for ch in message), message
+    assert "[" not in message and "](" not in message and "`[" not in message
