@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mythloop import mediacheck
+from mythloop import mediacheck, procs
 from mythloop.mediacheck import Bounds, MediaRejected
 from mythloop.mythos.sandbox import stage_tree
 from mythloop.vocab import RenderKind
@@ -69,7 +69,8 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
 
     ("ok", "") when all were accepted; otherwise (kind, one-line message): `scene_error`
     for a file that is not the media expected, `missing_tool` without ffmpeg/ffprobe,
-    `resource_limit` when the parent's own disk refuses the copies."""
+    `resource_limit` when the parent's own disk refuses the copies, `interrupted` when a
+    Ctrl-C or SIGTERM stopped the remux."""
     if not files:
         return "ok", ""
     from mythloop.mythos.sandbox import render as R  # noqa: PLC0415 (cycle: render imports this module)
@@ -99,6 +100,9 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
             _replace(job.out, job.src)
         return "ok", ""
     except MediaRejected as exc:
+        if procs.STOPPING.is_set():  # Ctrl-C / SIGTERM stopped the remux, not the scene
+            return "interrupted", ("render interrupted (Ctrl-C or SIGTERM) while its outputs "
+                                   "were checked; not a scene error: rerun to render it")
         return "scene_error", (f"scene error: a file the render handed back was refused: "
                                f"{exc}; a scene must leave the files manim writes alone")
     except FileNotFoundError as exc:
