@@ -308,6 +308,7 @@ def test_a_scene_that_rewrites_its_mp4_is_refused_and_the_next_render_is_fine(
     result = render_scene(scene, out_dir=tmp_path / "out", quality="l", timeout=120)
     assert not result.ok and result.kind == "scene_error", result.message
     assert words in result.message and "\n" not in result.message
+    assert result.log_tail.endswith(result.message)  # what the film's repair prompt reads
     assert result.video_path is None and not list((tmp_path / "out").rglob("*.mp4"))
     assert intake.stats()["files"] == before + 1
     _no_canary_left(tmp_path / "out")

@@ -730,8 +730,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind == "ok":  # each output checked and remade by the parent before anything reads it
         taken, refused = intake.take_over(list(found.values()), quality=quality,
                                           max_bytes=limits.file_bytes, namespaced=namespaced)
-        if taken != "ok":  # refused: nothing of the render is handed over
-            kind, message, found = taken, refused, {}
+        if taken != "ok":  # refused: nothing handed over; the reason ends the log tail too
+            kind, message, found, log = taken, refused, {}, f"{log}\n{refused}"
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms) \
         if layout and kind == "ok" else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
