@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: setup apt venv test test-fast test-scale demo demo-sweep demo-film bench bench-scale lint doctor clean
+.PHONY: setup apt venv test test-fast test-scale demo demo-sweep demo-film bench bench-scale bench-compare bench-page lint doctor clean
 
 setup: apt $(VENV)/.installed
 
@@ -66,14 +66,29 @@ demo-sweep: setup
 demo-film: setup
 	$(VENV)/bin/mythloop film "the heat equation" --backend replay --render -q l
 
-# Router, sweep, film and per-task overhead (~10 min on 2 cores) -> bench/RESULTS.md.
+# Router, sweep, film, overhead, MetaTool, bad input (~25 min on 2 cores): records appended
+# to bench/records/, then bench/RESULTS.md generated from them.
 bench: setup
 	$(PY) bench/run_all.py
 
 # The scale part alone (PostgreSQL stack, 1 vs 2 workers, a 1000-task burst; ~6 min on a
-# quiet machine): bench/scale.json, folded into bench/RESULTS.md with its date.
+# quiet machine): its records, then the page.
 bench-scale: setup
 	$(PY) bench/run_all.py --only scale
+
+# bench/RESULTS.md from the records alone (no measurement).
+bench-page:
+	$(PY) bench/report.py
+
+# Two selections of records (commits or run labels), figure by figure, with whether each
+# difference is beyond the noise of the repeated runs:
+#   make bench-compare A=8a9cb3e B=0d1cdeb     or     make bench-compare 8a9cb3e 0d1cdeb
+ifeq (bench-compare,$(firstword $(MAKECMDGOALS)))
+  COMPARE_ARGS := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+  $(eval $(COMPARE_ARGS):;@:)
+endif
+bench-compare:
+	$(PY) bench/compare.py $(if $(A),"$(A)" "$(B)",$(COMPARE_ARGS))
 
 # mypy sees flows/ and tasks/ under their installed names through links in .mypy-path/.
 lint: setup

@@ -1,22 +1,12 @@
 """`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
+How it measures: docs/performance.md, "bench/analyze_speed.py".
 
-    python bench/analyze_speed.py                    # against ee324ff (before the prompt-level
-                                                     # intervals), 2 interleaved repeats
-    python bench/analyze_speed.py --base COMMIT --repeats 3 --keep DIR
-
-The results dir is SYNTHETIC (labelled so in its sweep.json): MetaTool's shape, not a sweep's
-outcome. Its prompt ids and expected tools are MetaTool's own (/work/shared/benchmarks/
-metatool, or $MYTHLOOP_METATOOL: 1,989 train queries learned, 374 dev queries held out, 199
-tools), with 3 conditions x 1 replicate x 4 rounds, a top 10 per prompt per round (rank of
-the expected tool drawn at random, seeded) and one learning turn per train query per round:
-the rows the analysis reads at benchmark size (~280,000 measurement rows, ~24,000 turns).
-Each analysis runs in its own process (the base commit's `mythloop` package from `git
-archive`); printed: CPU seconds and wall of each, their ratio, peak RSS, the load average.
+    python bench/analyze_speed.py                    # against ee324ff, 2 interleaved repeats
+    python bench/analyze_speed.py --set base=COMMIT --set repeats=3 --set keep=DIR
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -99,43 +89,39 @@ def _run(package_root: Path, results: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="ee324ff", help="the commit to compare with")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--keep", type=Path, help="build the synthetic dir here and keep it")
-    args = parser.parse_args()
+def run(base: str = "ee324ff", repeats: int = 2, keep: str | None = None) -> dict:
+    """Both analyses, interleaved REPEATS times on copies of one synthetic results dir."""
     if not (METATOOL / "train.json").is_file():
-        sys.exit(f"{METATOOL} holds no train.json (set MYTHLOOP_METATOOL)")
+        raise SystemExit(f"analyze_speed: {METATOOL} holds no train.json (set MYTHLOOP_METATOOL)")
     work = Path(tempfile.mkdtemp(prefix="mythloop-analyze-speed-"))
     try:
         base_pkg = work / "base"
         base_pkg.mkdir()
-        archive = subprocess.run(["git", "archive", args.base, "mythloop"], cwd=REPO,
+        archive = subprocess.run(["git", "archive", base, "mythloop"], cwd=REPO,
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(base_pkg)], input=archive, check=True)
-        src = args.keep or work / "synthetic"
+        src = Path(keep) if keep else work / "synthetic"
         size = build(src)
         dirs = {"base": work / "a", "this": work / "b"}
         for d in dirs.values():
             shutil.copytree(src, d)
         runs: dict[str, list[dict]] = {"base": [], "this": []}
-        load_start = os.getloadavg()
-        for _ in range(args.repeats):  # interleaved: both see the same machine
+        for _ in range(repeats):  # interleaved: both see the same machine
             runs["base"].append(_run(base_pkg, dirs["base"]))
             runs["this"].append(_run(REPO, dirs["this"]))
         best = {k: min(r["analyze_cpu_s"] for r in v) for k, v in runs.items()}
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                                capture_output=True, text=True).stdout.strip()
-        print(json.dumps({"synthetic": True, "size": size, "base": args.base, "runs": runs,
-                          "commit": commit,
-                          "best_cpu_s": best, "ratio_this_over_base": best["this"] / best["base"],
-                          "load_start": load_start, "load_end": os.getloadavg(),
-                          "metrics_json_mb": {k: (d / "metrics.json").stat().st_size / 1e6
-                                              for k, d in dirs.items()}}, indent=2))
+        return {"synthetic": True, "size": size, "base": base,
+                "runs": {k: {f: [r[f] for r in v] for f in ("analyze_cpu_s", "wall_s",
+                                                               "peak_rss_mb")}
+                         for k, v in runs.items()},
+                "best_cpu_s": best, "ratio_this_over_base": best["this"] / best["base"],
+                "metrics_json_mb": {k: (d / "metrics.json").stat().st_size / 1e6
+                                    for k, d in dirs.items()}}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the harness runs it: python bench/analyze_speed.py [--set base=C]
+    from common import part_main
+
+    sys.exit(part_main("analyze_speed"))

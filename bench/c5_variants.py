@@ -1,30 +1,17 @@
 """C5's fine-tune settings tried on the trusted pairs of a real sweep (issue 41: "what was tried").
+How it measures: docs/performance.md, "bench/c5_variants.py".
 
-A C5 sweep on MetaTool takes 30-46 minutes on this machine, so the settings are compared
-here on the pairs one sweep already built: the last round's tuned model in a state folder
-keeps its `pairs.jsonl` (the trusted HELPFUL verdicts, C4's agreement rule). Each variant
-fine-tunes the bundled base model on those pairs with `mythloop.router.tuning.fine_tune`
-(the sweep's own loop) and ranks MetaTool's dev queries with the tuned model alone: C0's
-semantic term, max(cos(query, name: description), cos(query, name)), no blend. In the sweep,
-C4's terms on top added about 0.03 hit@1 and no hit@5 (bench/RESULTS.md, "C5 on MetaTool").
-With `--sweep-json` of that sweep, dev is also split into the warm tools and the cold ones it
-held back (`--cold-skills`), whose queries the pairs never contain.
-
-Dev is MetaTool's dev split, the one its README allows tuning on; nothing else is read.
-
-    python bench/c5_variants.py --pairs STATE/models/ft-XXXX/pairs.jsonl \\
-        --sweep-json RESULTS/sweep.json --json /tmp/c5v.json
-    python bench/c5_variants.py ... --variant epochs=2 --variant epochs=1,learning_rate=5e-5
-
-Not part of `make bench` (2-3 minutes an epoch over ~1,400 pairs on 2 cores).
+    python bench/c5_variants.py --set pairs=STATE/models/ft-XXXX/pairs.jsonl \
+        --set sweep_json=RESULTS/sweep.json
+    python bench/c5_variants.py ... --set 'variants=["epochs=2", "epochs=1,learning_rate=5e-5"]'
+    (a variant: KEY=VALUE[,KEY=VALUE] over epochs, batch_size, learning_rate, max_seq_length,
+    scale; the rest stays at the sweep's settings from the pairs' lineage.json)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -32,7 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from common import _git_commit  # noqa: E402 (bench/ is on sys.path when run as a script)
 from metatool_ceiling import _hits as ceiling_hits  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,12 +36,12 @@ def parse_variant(text: str) -> dict:
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep or key not in _FIELDS:
-            raise SystemExit(f"c5_variants: bad --variant {text!r}: use KEY=VALUE with KEY one of "
+            raise SystemExit(f"c5_variants: bad variant {text!r}: use KEY=VALUE with KEY one of "
                              f"{', '.join(_FIELDS)}")
         try:
             out[key] = _FIELDS[key](value)
         except ValueError:
-            raise SystemExit(f"c5_variants: bad value in --variant {text!r}: {part}") from None
+            raise SystemExit(f"c5_variants: bad value in variant {text!r}: {part}") from None
     return out
 
 
@@ -84,71 +70,60 @@ def evaluate(model_path: str, skills, dev, cold: set[str], cache: Path) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="Variants: KEY=VALUE[,KEY=VALUE] over "
-                                            + ", ".join(_FIELDS) + "; the rest stays at C5's "
-                                            "defaults (the sweep's settings from the pairs' "
-                                            "lineage.json when it sits beside them).")
-    parser.add_argument("--pairs", type=Path, required=True,
-                        help="pairs.jsonl of a tuned model (STATE/models/ft-*/pairs.jsonl)")
-    parser.add_argument("--sweep-json", type=Path,
-                        help="that sweep's sweep.json: split dev into warm and cold tools")
-    parser.add_argument("--variant", action="append", help="settings to try (repeatable)")
-    parser.add_argument("--json", type=Path, help="also write the result here")
-    args = parser.parse_args(argv)
-    variants = [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
-    if not args.pairs.is_file():
-        raise SystemExit(f"c5_variants: no pairs file at {args.pairs}")
+def check(pairs: str = "", sweep_json: str | None = None,
+          variants: tuple = DEFAULT_VARIANTS) -> list[dict]:
+    """The variants' settings; one line (SystemExit) for a bad variant or a missing file."""
+    out = [parse_variant(v) for v in variants]
+    if not pairs or not Path(pairs).is_file():
+        raise SystemExit(f"c5_variants: no pairs file at {pairs or '(none)'}: pass "
+                         "--set pairs=STATE/models/ft-*/pairs.jsonl")
+    if sweep_json and not Path(sweep_json).is_file():
+        raise SystemExit(f"c5_variants: no sweep.json at {sweep_json}")
+    return out
 
+
+def run(pairs: str = "", sweep_json: str | None = None,
+        variants: tuple = DEFAULT_VARIANTS) -> dict:
+    """Each variant fine-tuned from the base model on PAIRS; dev hit@k of the tuned model
+    alone, all / warm / cold (cold tools from SWEEP_JSON, the sweep's sweep.json)."""
     from mythloop.router.embedder import default_model
     from mythloop.router.models import ModelStore
     from mythloop.router.tuning import TrainingPair, TuneSettings, fine_tune
     from mythloop.skills import load_catalog
     from mythloop.sweep.config import load_heldout
 
-    pairs = [TrainingPair(**{k: row[k] for k in ("query", "skill", "text")})
-             for row in map(json.loads, args.pairs.read_text(encoding="utf-8").splitlines())]
-    lineage_file = args.pairs.parent / "lineage.json"
+    changes_list = check(pairs, sweep_json, variants)
+    pairs_file = Path(pairs)
+    rows = [TrainingPair(**{k: row[k] for k in ("query", "skill", "text")})
+            for row in map(json.loads, pairs_file.read_text(encoding="utf-8").splitlines())]
+    lineage_file = pairs_file.parent / "lineage.json"
     lineage = json.loads(lineage_file.read_text(encoding="utf-8")) if lineage_file.is_file() else {}
     settings0 = TuneSettings(**{k: v for k, v in (lineage.get("settings") or {}).items()
                                 if k in TuneSettings.__dataclass_fields__})
-    cold = set(json.loads(args.sweep_json.read_text(encoding="utf-8")).get("cold_skills") or []
-               ) if args.sweep_json else set()
+    cold = set(json.loads(Path(sweep_json).read_text(encoding="utf-8")).get("cold_skills")
+               or []) if sweep_json else set()
     skills = load_catalog(METATOOL / "pool").skills
     dev = load_heldout(METATOOL / "dev.json")
     base = default_model()
-    result = {
-        "what": "C5 fine-tune settings on one sweep's trusted pairs; dev ranked by the tuned "
-                "model alone (C0's semantic term, no blend)",
-        "pairs_file": str(args.pairs), "pairs": len(pairs),
-        "pairs_skills": len({p.skill for p in pairs}), "sweep_lineage": lineage.get("sweep_id"),
-        "cold_skills": len(cold), "commit": _git_commit(), "cores": os.cpu_count(),
-        "os": platform.platform(), "load_start": round(os.getloadavg()[0], 2), "rows": [],
-    }
+    result: dict = {"pairs_file": str(pairs_file), "pairs": len(rows),
+                    "pairs_skills": len({p.skill for p in rows}),
+                    "sweep_lineage": lineage.get("sweep_id"), "cold_skills": len(cold),
+                    "variants": {}}
     with tempfile.TemporaryDirectory(prefix="c5-variants-") as tmp:
         store, cache = ModelStore(Path(tmp) / "models"), Path(tmp) / "embeddings"
         result["base"] = evaluate(base, skills, dev, cold, cache)
-        print(f"[c5 variants] base model: {_line(result['base'])}", file=sys.stderr)
-        for changes in variants:
+        for changes in changes_list:
             settings = replace(settings0, **changes)
-            load = os.getloadavg()[0]
             t0 = time.perf_counter()
-            info = fine_tune(base, pairs, store, settings=settings)
+            info = fine_tune(base, rows, store, settings=settings)
             seconds = time.perf_counter() - t0
-            row = {"settings": settings.to_dict(), "changed": changes,
-                   "steps": info.lineage.get("steps"), "train_seconds": round(seconds, 1),
-                   "load_before": round(load, 2),
+            row = {"settings": settings.to_dict(), "steps": info.lineage.get("steps"),
+                   "train_seconds": round(seconds, 1),
                    "dev": evaluate(str(info.path), skills, dev, cold, cache)}
-            result["rows"].append(row)
+            result["variants"][", ".join(f"{k}={v:g}" for k, v in changes.items())] = row
             print(f"[c5 variants] {_label(changes)}: {row['steps']} steps, {seconds:.0f} s; "
                   f"{_line(row['dev'])}", file=sys.stderr)
-    result["load_end"] = round(os.getloadavg()[0], 2)
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    return result
 
 
 def _label(changes: dict) -> str:
@@ -161,5 +136,7 @@ def _line(dev: dict) -> str:
                      for part, d in dev.items() if d.get("n"))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the harness runs it
+    from common import part_main
+
+    sys.exit(part_main("c5_variants"))

@@ -8,7 +8,6 @@ whole process tree (a CLI run plus its Prefect server) sampled from /proc.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import resource
@@ -16,14 +15,14 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+
+import psutil
 
 from mythloop import procs
 from mythloop.fileio import write_json_atomic, write_text_atomic
@@ -32,18 +31,18 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pydantic",
             "pyinstrument", "mythloop")
 
-__all__ = ["REPO", "stats", "ratio_stats", "timed", "peak_rss_mb", "TreeSampler", "run_child",
+__all__ = ["REPO", "stats", "ratio_stats", "peak_rss_mb", "TreeSampler", "run_child",
            "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
-           "process_cpu_s", "wait_until_idle", "write_text_atomic", "run_alone", "emit",
-           "CpuMeter", "wait_for_quiet"]
+           "process_cpu_s", "wait_until_idle", "write_text_atomic",
+           "CpuMeter", "wait_for_quiet", "part_main"]
 
 
 def stats(values: list[float]) -> dict:
-    """min / median / max / n of a list of numbers (empty -> n 0)."""
+    """min / median / max / n of a list of numbers, and the values (empty -> n 0)."""
     if not values:
         return {"min": None, "median": None, "max": None, "n": 0}
     return {"min": min(values), "median": statistics.median(values), "max": max(values),
-            "n": len(values)}
+            "n": len(values), "values": list(values)}
 
 
 def ratio_stats(numer: list[float], denom: list[float]) -> dict:
@@ -54,19 +53,6 @@ def ratio_stats(numer: list[float], denom: list[float]) -> dict:
             "min": min(numer) / max(denom), "max": max(numer) / min(denom)}
 
 
-def timed(fn: Callable[[], object], repeats: int, warmup: int = 0) -> tuple[list[float], object]:
-    """Seconds per call over `repeats` calls after `warmup` untimed calls; also the last result."""
-    result = None
-    for _ in range(warmup):
-        result = fn()
-    seconds = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        seconds.append(time.perf_counter() - t0)
-    return seconds, result
-
-
 def peak_rss_mb() -> float:
     """Peak RSS of this process so far, in MiB (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -75,10 +61,10 @@ def peak_rss_mb() -> float:
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system, all threads) a live process has used so far."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        cpu = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu.user + cpu.system
 
 
 def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:
@@ -102,39 +88,13 @@ def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> fl
     return last - start
 
 
-def _children_map() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # the command name may hold spaces; the parent pid follows the closing paren
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    return kids
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def tree_rss_mb(root: int) -> float:
-    """Current RSS of ROOT and all its descendants together, in MiB."""
-    kids, total, todo = _children_map(), 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += _rss_kb(pid)
-        todo.extend(kids.get(pid, []))
-    return total / 1024
+    """Current RSS of ROOT and all its live descendants together, in MiB."""
+    total = 0
+    for pid in [root, *procs.tree_pids(root)]:
+        with contextlib.suppress(psutil.Error):
+            total += psutil.Process(pid).memory_info().rss
+    return total / 2**20
 
 
 class TreeSampler:
@@ -260,6 +220,12 @@ class CpuMeter:
             return int(fields["usage_usec"]) * self.scale
         return int(text.strip()) * self.scale
 
+    def __enter__(self) -> CpuMeter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Remove the cgroup (once its processes are gone; a few tries)."""
         if self.path is None:
@@ -290,23 +256,11 @@ def wait_for_quiet(threshold: float, limit_s: float, poll_s: float = 5.0) -> dic
 
 
 def _cpu_model() -> str:
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or "unknown"
-
-
-def _mem_total_gb() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return None
 
 
 def _git_commit() -> str | None:
@@ -334,7 +288,7 @@ def machine_info() -> dict:
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)),
-        "memory_gb": _mem_total_gb(),
+        "memory_gb": psutil.virtual_memory().total / 2**30,
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "packages": {name: _version(name) for name in PACKAGES},
@@ -377,18 +331,11 @@ def repo_on_path() -> None:
             sys.path.insert(0, path)
 
 
-@contextlib.contextmanager
-def run_alone(prefix: str):
-    """State for a part run on its own (`python bench/<part>.py`): a temporary state folder
-    and Prefect home, unless a caller (`run_all.py`) already set them."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as state:
-        if "MYTHLOOP_STATE_DIR" not in os.environ:  # keep state out of the checkout
-            os.environ.update(bench_env(Path(state)))
-        yield Path(state)
 
 
-def emit(result: dict, json_path: Path | None) -> None:
-    """Print a part's figures as JSON; also write them to json_path when given."""
-    print(json.dumps(result, indent=2, default=str))
-    if json_path:
-        write_json_atomic(json_path, result)
+def part_main(name: str) -> int:
+    """`python bench/<name>.py [--set KEY=VALUE ...]`: the part, run by the harness
+    (bench/run_all.py --only NAME), which records its figures and regenerates the page."""
+    from run_all import main  # noqa: PLC0415 (run_all imports this module)
+
+    return main(["--only", name, *sys.argv[1:]])

@@ -1,42 +1,12 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
-
-- Film: `mythloop film "the heat equation" --backend replay --render -q l --fresh`, the CLI
-  as a user types it, in two modes: with no server running (the command starts a temporary
-  one) and with `mythloop server` already up. The recorded codegen is a shared header + 5
-  scene classes; scene 1 carries a real Manim error that the recorded scoped repair fixes,
-  so every film pays one failed render and its repair. Scenes render concurrently, each in
-  the sandbox, and are stitched with ffmpeg's concat demuxer.
-- Plain: `python -m manim -ql mythos_scene.py -a` of the film's final single file (the same
-  header and scene classes, already repaired), from a fresh temporary directory, one process.
-- Reference: in each pair, plain manim again with `--disable_caching`, as the film's renders
-  run (a fresh media dir per render: manim's cache of partial movies cannot hit, so they skip
-  hashing every play). The goal is against plain manim as a user runs it; this says how much
-  of the film's lead is that flag.
-- Film and plain alternate. Before each run the benchmark waits (up to --quiet-wait seconds)
-  for the 1-minute load average to fall below --quiet-load (half the cores); the ratio is
-  the median over the pairs that started quiet, and the output says when none did.
-- CPU: user + system seconds of each run's whole process tree, from a cgroup of its own
-  (renders in their PID namespaces, the temporary server, every ffmpeg and LaTeX included);
-  with a server up, the server's CPU over the film is added to the film's.
-- Breakdown of each film's wall, from its Prefect flow and task runs: before the flow (CLI
-  start-up, server start or connect), stages and codegen, the scene phase (each render, the
-  failed render, its repair, the wait for a free worker, how well renders overlapped),
-  stitch, subtitles and voice, the flow's end (artifacts) and the command's end.
-- Where the film's CPU goes beyond plain manim's: the film without --render and one import of
-  manim (the floor), each render's CPU as its warm worker measured it (manifest.json), and
-  the final scenes rendered one at a time with and without the layout probe; together they
-  split the renders' extra into the failed render, the workers' start-up, each render's
-  sandbox and probe, two renders at once on 2 cores, and the rest.
-- Rerun after a failed scene: the film with max_repairs=0 (fresh) fails at scene 1 and keeps
-  the others; the same film again with one repair allowed must render only scene 1.
+How it measures: docs/performance.md, "bench/film.py".
 
     python bench/film.py                  # about 15 minutes on 2 quiet cores
-    python bench/film.py --repeats 1 --no-rerun --modes temporary_server
+    python bench/film.py --set repeats=1 --set rerun=false --set 'modes=["temporary_server"]'
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -55,19 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     CpuMeter,
     bench_env,
-    emit,
-    loadavg,
     ratio_stats,
     repo_on_path,
-    run_alone,
     run_child,
     stats,
     wait_for_quiet,
     wait_until_idle,
 )
 
-TARGET_RATIO = 0.75  # film wall <= 0.75 x plain manim of the single file, on 2 cores
-TARGET_CPU_RATIO = 1.1  # CPU seconds of the film's process tree <= 1.1 x plain manim's
 MODES = ("temporary_server", "server_up")  # no server running / `mythloop server` already up
 PROMPT = "the heat equation"
 
@@ -574,14 +539,11 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
         say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
-        meter = CpuMeter("no-render")
-        try:
+        with CpuMeter("no-render") as meter:
             run, share = _with_server_share(
                 server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
                 workdir / f"film-{mode}-norender-{i}.log", render=False)
-            orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
-        finally:
-            meter.close()
+        orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
         wait_for_quiet(quiet_load, quiet_wait_s)
         imports.append(_import_alone("manim"))
         if server is None:
@@ -593,13 +555,10 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
 
 def _import_alone(module: str, env: dict[str, str] | None = None) -> dict:
     """Wall and CPU seconds of `python -c "import MODULE"` in a process of its own."""
-    meter = CpuMeter("import-" + module.replace(".", "-"))
-    try:
+    with CpuMeter("import-" + module.replace(".", "-")) as meter:
         run = run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
                         meter=meter)
-        return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
-    finally:
-        meter.close()
+    return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
@@ -651,7 +610,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     cores = os.cpu_count() or 1
     quiet_load = quiet_load if quiet_load is not None else cores / 2
-    load_before = loadavg()
     results: dict[str, dict] = {}
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -690,11 +648,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         "modes": {m: {k: v for k, v in r.items() if k not in ("films", "plains")}
                   for m, r in results.items()},
         "breakdown_median": {m: _median_breakdown(r["breakdowns"]) for m, r in results.items()},
-        # the first mode's figures under the names the results page has always used
-        "film_s": first["film_s"], "plain_manim_s": first["plain_manim_s"],
-        "film_over_plain": first["film_over_plain"],
-        "cpu_over_plain": first["cpu_over_plain"],
-        "target_ratio": TARGET_RATIO, "target_cpu_ratio": TARGET_CPU_RATIO,
         "renders": renders,
         "failed_render_s": stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
                                   for rs in renders]),
@@ -711,101 +664,17 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                                  for p in r["plains"]),
         "render_split": split,
         "rerun": rerun_result,
-        "load_before": load_before, "load_after": loadavg(),
         "formula_cache": formulas,
         "startup_and_latex": startup,
     }
-    result["targets"] = {}
-    for mode, r in results.items():
-        result["targets"][f"film wall <= {TARGET_RATIO}x plain manim -ql ({mode})"] = (
-            r["film_over_plain"]["median"] <= TARGET_RATIO)
-        result["targets"][f"film CPU <= {TARGET_CPU_RATIO}x plain manim's ({mode})"] = (
-            r["cpu_over_plain"]["median"] <= TARGET_CPU_RATIO)
-    if rerun_result:
-        result["targets"]["rerun after a failed scene renders only that scene"] = (
+    if rerun_result:  # its target is on the results page (bench/report.py)
+        result["targets"] = {"rerun after a failed scene renders only that scene": (
             rerun_result["rerun"]["ok"] and rerun_result["rerun"]["rendered_scenes"]
-            == rerun_result["first"]["failed_scenes"])
+            == rerun_result["first"]["failed_scenes"])}
     return result
 
 
-def summary(result: dict) -> str:
-    """The figures a reader wants first, as plain lines."""
-    lines = []
-    for mode, r in result["modes"].items():
-        lines.append(
-            f"{mode}: film {r['film_s']['median']:.1f} s, plain {r['plain_manim_s']['median']:.1f} s,"
-            f" ratio {r['film_over_plain']['median']:.2f}x (target {result['target_ratio']});"
-            f" CPU {r['film_cpu_s']['median']:.1f} s vs {r['plain_cpu_s']['median']:.1f} s,"
-            f" {r['cpu_over_plain']['median']:.2f}x (target {result['target_cpu_ratio']});"
-            f" from {r['ratio_from']} ({r['quiet_pairs']}/{r['pairs']} quiet; loads "
-            f"{r['loads']})")
-        u = r.get("uncached_reference")
-        if u:
-            lines.append(
-                f"  reference, plain manim --disable_caching (as the film's renders run): "
-                f"{u['plain_uncached_s']['median']:.1f} s, film / that "
-                f"{u['film_over_plain_uncached']['median']:.2f}x; CPU "
-                f"{u['plain_uncached_cpu_s']['median']:.1f} s, "
-                f"{u['cpu_over_plain_uncached']['median']:.2f}x ({u['pairs']} pairs)")
-        f = r.get("floor") or {}
-        if f.get("least_cpu_ratio") is not None:
-            lines.append(
-                f"  CPU floor: the film without --render {f['no_render_film_cpu_s']['median']:.1f}"
-                f" s, one import manim {f['import_manim_cpu_s']['median']:.1f} s: with renders "
-                f"that cost what plain manim's do, the film's CPU would be "
-                f"{f['least_film_cpu_s']:.1f} s = {f['least_cpu_ratio']:.2f}x plain; the "
-                f"renders' extra beyond that: {f.get('render_side_extra_cpu_s')} s")
-        if f.get("import_prefect_server_cpu_s"):
-            lines.append(
-                f"  of the film without --render: importing Prefect's server alone (the "
-                f"temporary server's start) {f['import_prefect_server_cpu_s']['median']:.1f} s CPU")
-        b = result["breakdown_median"][mode]
-        lines.append("  breakdown (medians, s): " + ", ".join(
-            f"{k.removesuffix('_s')} {v:.2f}" for k, v in b.items() if v is not None))
-        split = r.get("cpu_split")
-        if split:
-            lines.append("  the renders' extra CPU, split (s): " + ", ".join(
-                f"{k.removesuffix('_cpu_s')} {v}" for k, v in split.items()))
-    split = result.get("render_split")
-    if split:
-        lines.append(f"the final scenes one at a time: CPU {split['with_probe_cpu_s']['median']:.2f}"
-                     f" s with the layout probe, {split['without_probe_cpu_s']['median']:.2f} s "
-                     f"without (wall {split['with_probe_s']['median']:.2f} s / "
-                     f"{split['without_probe_s']['median']:.2f} s)")
-    return "\n".join(lines)
+if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
+    from common import part_main
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog="Each run waits for the 1-minute load average to fall below --quiet-load "
-               "(half the cores by default), at most --quiet-wait seconds; the ratio comes "
-               "from the pairs that started quiet, and says so when none did.")
-    parser.add_argument("--repeats", type=int, default=3, help="film/plain pairs per mode")
-    parser.add_argument("--no-rerun", action="store_true",
-                        help="skip the rerun-after-failure and start-up/LaTeX parts")
-    parser.add_argument("--no-probe", action="store_true",
-                        help="skip the final scenes rendered one at a time with and without "
-                             "the layout probe (the split of the renders' extra CPU)")
-    parser.add_argument("--no-uncached", action="store_true",
-                        help="skip the reference run in each pair: plain manim with "
-                             "--disable_caching, as the film's renders run")
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--quiet-load", type=float, default=None)
-    parser.add_argument("--quiet-wait", type=float, default=300.0)
-    parser.add_argument("--prompt", default=PROMPT)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
-    with run_alone("bench-film-state-"):
-        result = run(args.repeats, not args.no_rerun, args.prompt, modes=tuple(args.modes),
-                     quiet_load=args.quiet_load, quiet_wait_s=args.quiet_wait,
-                     probe=not args.no_probe, uncached=not args.no_uncached)
-    emit(result, args.json)
-    print(summary(result), file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("film"))

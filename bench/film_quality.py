@@ -1,27 +1,12 @@
 """Film quality of rendered films, from their run dirs: what a viewer gets, measured.
-
-For each run dir (a film made with `--render`, best with `--voice espeak`): the film's
-length (ffprobe, video stream), its scenes, how many subtitle cues lie inside the span of the
-scene whose narration they show, narration words per second per scene (words of
-scenes[i].narration over the scene's span in the stitched film), the layout findings by kind,
-scenes kept after a failed repair, and black stretches of 1 s or more
-(`ffmpeg -vf blackdetect=d=1:pix_th=0.10:pic_th=0.995`).
-
-Layout findings: where the run rendered its scenes (the probe records are in
-render/<scene>/media/layout.json) they are judged again here by today's check, side by side
-with and without the shot list's planned zooms (`clipped` cuts that a planned zoom explains
-drop out with the plan); a run whose scenes came from the scene cache reports its manifest's
-findings and "-" for the comparison.
+How it measures: docs/performance.md, "bench/film_quality.py".
 
     mythloop film "the heat equation" --backend replay --render -q l --voice espeak
-    python bench/film_quality.py .mythloop/runs/mythos/<stamp>-the-heat-equation [...]
-
-One markdown row per run dir (and `--json` for the raw figures).
+    python bench/film_quality.py --set 'runs=[".mythloop/runs/mythos/<stamp>-the-heat-equation"]'
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -92,32 +77,16 @@ def measure(run: Path) -> dict:
             "black_stretches": black}
 
 
-def row(m: dict) -> str:
-    kinds = ", ".join(f"{k} {v}" for k, v in m["findings"].items()) or "none"
-    black = "; ".join(f"{s:.1f}-{e:.1f} s" for s, e, _ in m["black_stretches"]) or "none"
-    ignored = m["clipped_zooms_ignored"]
-    return (f"| {m['prompt']} | {'yes' if m['layout_repair'] else 'no'} | {m['duration_s']} | "
-            f"{m['scenes']} | {m['cues_inside']}/{m['cues']} | "
-            f"{' / '.join(f'{w:.2f}' for w in m['words_per_s'])} | {m['findings_total']} "
-            f"({kinds}) | {'-' if ignored is None else ignored} | "
-            f"{m['kept_after_failed_repair']} | {black} |")
+def run(runs: tuple = ()) -> dict:
+    """The figures of each film run dir."""
+    if not runs:
+        raise SystemExit("film_quality: pass the run dirs: --set 'runs=[\"DIR\", ...]'")
+    return {Path(r).name: measure(Path(r)) for r in runs}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="film run dirs")
-    parser.add_argument("--json", action="store_true", help="print the raw figures")
-    args = parser.parse_args()
-    print("| film | layout repair | length s | scenes | cues inside their scene | "
-          "narration words/s per scene | layout findings | clipped if the planned zooms "
-          "were ignored | kept after failed repair | black >= 1 s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    measured = [measure(run) for run in args.runs]
-    for m in measured:
-        print(row(m))
-    if args.json:
-        print(json.dumps(measured, indent=1))
+if __name__ == "__main__":  # the harness runs it
+    import sys
 
+    from common import part_main
 
-if __name__ == "__main__":
-    main()
+    sys.exit(part_main("film_quality"))

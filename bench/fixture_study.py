@@ -1,19 +1,15 @@
 """The fixture study of docs/blend.md: 5 replicates x 6 rounds at noise 0.3, c0 c3 c4 on the
-bundled pool and prompts, through the plain loop of bench/sweep.py (no Prefect); prints the
+bundled pool and prompts, through the plain loop of bench/sweep.py (no Prefect); records the
 last round's trap-win rate, in-distribution hit@5 and hit@3 minus C0 (mean [95% interval]),
 held-out hit@3 and how often a poisoned twin sits in the top-5 catalog, per condition.
+How it measures: docs/performance.md, "bench/fixture_study.py".
 
-    python bench/fixture_study.py /tmp/fixture-study      # ~4 min on 2 busy cores
-    python bench/fixture_study.py /tmp/fixture-c5 --conditions c0 c3 c4 c5
-
-C5 fine-tunes the embedding model between rounds, which the plain loop does not do: with c5
-among the conditions the study runs `mythloop sweep` itself (its own state folder and
-temporary Prefect server, under DIR), with the same settings.
+    python bench/fixture_study.py --set out=/tmp/fixture-study      # ~4 min on 2 busy cores
+    python bench/fixture_study.py --set out=/tmp/fixture-c5 --set 'conditions=["c0","c3","c4","c5"]'
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -21,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_env, loadavg  # noqa: E402
+from common import bench_env  # noqa: E402
 from sweep import plain_sweep  # noqa: E402
 
 from mythloop.sweep import JudgeOptions, SweepConfig  # noqa: E402
@@ -42,9 +38,10 @@ def _cli_sweep(out: Path, conditions: list[str]) -> None:
         raise SystemExit(f"the sweep failed (exit {done.returncode}): {done.stderr[-2000:]}")
 
 
-def main(out: Path, conditions: list[str] | None = None) -> dict:
-    conditions = conditions or ["c0", "c3", "c4"]
-    started, load = time.monotonic(), loadavg()
+def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
+    """The study into results dir OUT (new); the last round's figures per condition."""
+    out, conditions = Path(out), list(conditions)
+    started = time.monotonic()
     if "c5" in conditions:
         _cli_sweep(out, conditions)
     else:
@@ -70,17 +67,13 @@ def main(out: Path, conditions: list[str] | None = None) -> dict:
                       "heldout hit@3": mean(s.get("heldout.hit@3")),
                       "poisoned in top-5 catalog": mean(
                           s.get("catalog.in_distribution.poisoned_rate"))}
-    rows["_run"] = {"wall_s": round(time.monotonic() - started, 1), "load_start": load,
-                    "load_end": loadavg(), "rounds": ROUNDS, "replicates": REPLICATES,
+    rows["_run"] = {"wall_s": round(time.monotonic() - started, 1), "rounds": ROUNDS, "replicates": REPLICATES,
                     "noise": NOISE, "through": "mythloop sweep" if "c5" in conditions
                     else "plain loop (bench/sweep.py)"}
     return rows
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the results dir (new)")
-    parser.add_argument("--conditions", nargs="+", default=["c0", "c3", "c4"],
-                        choices=["c0", "c3", "c4", "c5"])
-    args = parser.parse_args()
-    print(json.dumps(main(args.out, args.conditions), indent=1))
+if __name__ == "__main__":  # the harness runs it
+    from common import part_main
+
+    sys.exit(part_main("fixture_study"))

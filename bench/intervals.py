@@ -1,37 +1,13 @@
-"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation.
+"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation:
+the simulated sweeps and their true values as docs/statistics.md ("Coverage") describes them.
 
-    python bench/intervals.py --json                 # the full table (4000 sweeps per shape)
-    python bench/intervals.py --json --sims 400      # a quick look
-    python bench/intervals.py --record               # also write bench/intervals.json, which
-                                                     # bench/report.py renders into RESULTS.md
-
-Each simulated sweep has the project's shape: 38 prompts, 1, 3 or 5 replicates, rates near
-0.1, 0.5 and 0.9. Prompt p has a logit a_p ~ N(logit(rate), 1.0^2) (prompts differ); each
-replicate's judge draws its own noise e_pr ~ N(0, 0.5^2) on that logit, and the outcome
-(a hit, a trap win) is Bernoulli(expit(a_p + e_pr)). The treated condition shifts every
-prompt's logit by `effect` + t_p, t_p ~ N(0, 0.5^2) (the effect differs by prompt), with
-its own judge noise; rows are the same prompts (the difference is paired by prompt and
-replicate). The true value is the mean over the whole population of prompts and judge
-draws the simulation samples from: E[expit(N(mu, 1.0^2 + 0.5^2))] (Gauss-Hermite, 80
-nodes), and its treated - baseline difference. A second family (`shared`) adds a
-replicate-level effect b_r ~ N(0, 0.3^2) shared by every prompt of a run (a learned store
-that went one way): only intervals over 2 or more replicates can cover it.
-
-Prints {"coverage": {"<interval> rate=<r> reps=<R>": coverage, ...}} plus the settings and
-whether every coverage of the main family (`all_within_goal`) and of the `shared` family
-(`shared_within_goal`) lies within 0.93-0.97 (Monte Carlo standard error about 0.0035 at
-4000 sweeps).
+    python bench/intervals.py                  # 4000 sweeps per shape, recorded
+    python bench/intervals.py --set sims=400   # a quick look
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
 import sys
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +15,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mythloop.analysis.stats import interval, paired_difference  # noqa: E402
 
-OUT = Path(__file__).with_name("intervals.json")
 PROMPTS = 38
 REPLICATES = (1, 3, 5)
 RATES = (0.1, 0.5, 0.9)
@@ -146,52 +121,25 @@ def table(sims: int, *, rates=RATES, replicates=REPLICATES, effects=EFFECTS,
     return out
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the JSON object only")
-    parser.add_argument("--sims", type=int, default=4000, help="simulated sweeps per shape")
-    parser.add_argument("--record", action="store_true",
-                        help="write bench/intervals.json (rendered into bench/RESULTS.md)")
-    args = parser.parse_args()
-    if args.sims < 1:
-        sys.exit("--sims must be at least 1")
-    load_start = list(os.getloadavg())
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    cpu0 = time.process_time()
-    cov = table(args.sims)
-    others = {f"rate={rate} reps={reps}": alternatives(rate, reps, max(args.sims // 4, 50))
+def run(sims: int = 4000) -> dict:
+    """Coverage per shape (`sims` simulated sweeps each), against the goal 0.93-0.97."""
+    if sims < 1:
+        raise SystemExit("intervals: sims must be at least 1")
+    cov = table(sims)
+    others = {f"rate={rate} reps={reps}": alternatives(rate, reps, max(sims // 4, 50))
               for rate in RATES for reps in REPLICATES}
     main = {k: v for k, v in cov.items() if not k.startswith("shared")}
     shared = {k: v for k, v in cov.items() if k.startswith("shared")}
-    result = {"coverage": cov, "nominal": 0.95, "goal": [0.93, 0.97],
-              "all_within_goal": all(0.93 <= v <= 0.97 for v in main.values()),
-              "shared_within_goal": all(0.93 <= v <= 0.97 for v in shared.values()),
-              "lowest": min(cov, key=cov.get), "highest": max(cov, key=cov.get),
-              "not_chosen_level_coverage": others,
-              "sims": args.sims, "prompts": PROMPTS,
-              "sd": {"prompt": SD_PROMPT, "judge": SD_JUDGE, "effect": SD_EFFECT,
-                     "shared": SD_SHARED},
-              "commit": _commit(), "started_utc": started, "load_start": load_start,
-              "load_end": list(os.getloadavg()), "cpu_s": round(time.process_time() - cpu0, 1)}
-    if args.record:
-        OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return
-    for key, value in cov.items():
-        flag = "" if 0.93 <= value <= 0.97 else "  <- outside 0.93-0.97"
-        print(f"{key:55s} {value:.3f}{flag}")
-    for key, value in others.items():
-        print(f"not chosen, level {key}: {value}")
+    return {"coverage": cov, "nominal": 0.95, "goal": [0.93, 0.97],
+            "all_within_goal": all(0.93 <= v <= 0.97 for v in main.values()),
+            "shared_within_goal": all(0.93 <= v <= 0.97 for v in shared.values()),
+            "lowest": min(cov, key=cov.get), "highest": max(cov, key=cov.get),
+            "not_chosen_level_coverage": others, "sims": sims, "prompts": PROMPTS,
+            "sd": {"prompt": SD_PROMPT, "judge": SD_JUDGE, "effect": SD_EFFECT,
+                   "shared": SD_SHARED}}
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the harness runs it: python bench/intervals.py [--set sims=400]
+    from common import part_main
+
+    sys.exit(part_main("intervals"))

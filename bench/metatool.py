@@ -1,18 +1,7 @@
 """The router and its loop on a public benchmark: MetaTool's ToolE set (199 tools).
+How it measures: docs/performance.md, "bench/metatool.py".
 
-Runs the sweep command of issue 24 through the real CLI (a child process tree, its peak RSS
-sampled) with the benchmark's train queries as learned prompts and its dev queries held out:
-
-    mythloop sweep --pool <metatool>/pool --prompts <metatool>/train.json
-      --held-out <metatool>/dev.json --judge simulated --noise 0.2
-      --conditions c0 c3 c4 --rounds 4 --replicates 1
-
-and reports: the wall of that command, per-round measure and learn times (from the sandbox's
-files), held-out hit@1 / hit@5 / MRR per round and condition with the report's 95% intervals
-and each learning condition minus C0 paired by prompt (the sweep's metrics.json),
-a BM25 baseline over name + description on the same dev queries, and the ranking p50 with
-199 skills and every verdict of the sweep in the store (after the query embedding). The data
-is read from /work/shared/benchmarks/metatool (or $MYTHLOOP_METATOOL), never copied.
+    python bench/metatool.py --set rounds=4
 """
 
 from __future__ import annotations
@@ -24,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, loadavg, run_child  # noqa: E402
+from common import REPO, run_child  # noqa: E402
 
 METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
 PNG = REPO / "bench" / "metatool.png"
@@ -161,12 +150,10 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
            "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
            "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
            "--replicates", "1", "--results-dir", str(results)]
-    load_before = loadavg()
     child = run_child(cmd, cwd=REPO, timeout=timeout, log=workdir / "sweep.log")
     figures = {"command": " ".join(cmd[2:]), "wall_s": child["wall_s"],
                "peak_tree_rss_mb": child["peak_tree_rss_mb"], "returncode": child["returncode"],
-               "timed_out": child["timed_out"], "load_before": load_before,
-               "load_after": loadavg(), "rounds": rounds, "noise": noise}
+               "timed_out": child["timed_out"], "rounds": rounds, "noise": noise}
     if child["returncode"] != 0:
         figures["tail"] = child["tail"][-1500:]
         return figures

@@ -1,26 +1,11 @@
 """What the C4 blend's signals can reach on MetaTool's dev split when every train label is known.
+How it measures: docs/performance.md, "bench/metatool_ceiling.py".
 
-A store is filled with one HELPFUL verdict per train query for its right tool (an oracle
-judge that sees every right tool, with no noise and no top-5 limit), and the real Router
-ranks the 374 dev queries with C0 and C4 over it. The learning loop can only learn less
-than this (a right tool outside a prompt's top 5 is never judged; noise flips verdicts), so
-these figures bound what the loop can reach with MiniLM embeddings, BM25 and these weights.
-
-`signals` then asks whether other signals over the same known labels would lift that bound:
-C4's terms (semantic + 0.2 BM25 over name, description and the learned prompts + the
-prototype cosine), plus, one at a time and together, the cosine with the skill's embedded
-body, a soft nearest-neighbour vote over every labelled train query (weights
-exp((cos - 1) / tau), summed per skill, normalised), and the log-probability of a
-multinomial logistic regression fitted on the train queries and the skills' own texts. Each
-weight is the best of a small grid chosen on dev itself, which flatters every row: a row
-below 0.90 hit@5 here is out of reach for the loop too.
-
-    python bench/metatool_ceiling.py       # about a minute; prints JSON
+    python bench/metatool_ceiling.py       # about a minute
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -156,5 +141,7 @@ def run() -> dict:
     return out
 
 
-if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+if __name__ == "__main__":  # the harness runs it: python bench/metatool_ceiling.py [--set KEY=VALUE]
+    from common import part_main
+
+    sys.exit(part_main("metatool_ceiling"))

@@ -1,26 +1,9 @@
 """Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
+How it measures: docs/performance.md, "bench/metatool_cold.py".
 
-An in-memory replica of the sweep's C4 loop (as bench/metatool_replica.py: the same top-5
-catalogs from the round's starting state, the simulated judge's MetaTool behaviour at noise
-0.2: the right tool, when shown, HELPFUL, flipped to HARMFUL at the noise rate; the newest 20
-helpful prompts kept), with a fifth of the tools held back by a hash of the name
-(`cold_skill_names`, seed 42, as `mythloop sweep --cold-skills 0.2`): their train queries
-are never learned from, or (add_at) the tools join the pool at that round and their
-queries are learned from then on. Dev is split into warm and cold queries by the right
-tool. Variants of the C4 score and of the learning catalog are compared side by side.
-
-C4's score here is semantic + wl * lexical + wc * help_match (the count and related-reason
-terms left out, as in bench/metatool_replica.py). Variant keys: `prior` (the description's
-pseudo-count in the prototype, settings.c4_prior), `lex` ("learned": BM25 over name,
-description and the learned prompts, C4 before issue 40; "desc": name + description only;
-"pad": the description repeated for each missing learned prompt; "bounded" with `mixfull`: a
-mix of the two indices weighted by the evidence), `center` (prototype and query centred),
-`rerank` (learned words re-order the top k only), `explore` (sigma of the Thompson-sampled
-exploration slot, ranks 5-15, as mythloop/router/explore.py), `wc`, `wl` (weights). The
-judge's flips come from numpy's generator (means over the seeds), not the sweep's hashes.
-
-    python bench/metatool_cold.py            # ~1 min once the embeddings are cached; JSON
-    python bench/metatool_cold.py '{"variants": {"x": {"prior": 1}}, "add_at": 2}'
+    python bench/metatool_cold.py            # the default study, ~1 min once embeddings are cached
+    python bench/metatool_cold.py --set 'variants={"x": {"prior": 1}}' --set add_at=2
+    python bench/metatool_cold.py --set results_dir=DIR --set 'conds=["c4"]' --set label=...
 """
 
 from __future__ import annotations
@@ -193,7 +176,7 @@ def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
     return out
 
 
-def run(variants: dict, seeds=(0,), add_at=None, fraction=0.2) -> dict:
+def replica(variants: dict, seeds=(0,), add_at=None, fraction=0.2) -> dict:
     e = _load()
     names = e["names"]
     cold = [names.index(c) for c in cold_skill_names(names, fraction, 42)] if fraction else []
@@ -217,11 +200,9 @@ DEFAULT = {"c0": {"c0": True},
 def default_study(seeds=(0, 1)) -> dict:
     """The table of docs/blend.md ("Cold skills"): every variant on the cold split, with the
     cold skills added at round 2, and with no skill held back."""
-    return {"cold 0.2": run(DEFAULT, seeds), "cold 0.2, added at round 2": run(DEFAULT, seeds, 2),
-            "no cold skills": run(DEFAULT, seeds, fraction=0)}
-
-
-RECORD = Path(__file__).with_name("metatool_cold.json")
+    return {"cold 0.2": replica(DEFAULT, seeds),
+            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
+            "no cold skills": replica(DEFAULT, seeds, fraction=0)}
 
 
 def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
@@ -246,31 +227,18 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     return out
 
 
-def record(label: str, results_dir: Path, conds: str, command: str, wall_s: float,
-           load: str, commit: str) -> None:
-    """Add a finished sweep's warm / cold rows (conditions `conds`, comma-separated) under
-    `label` in bench/metatool_cold.json; RESULTS.md's "Cold skills on MetaTool" section is
-    rendered from it. Several sweeps may fill one label (C0 from one, C4 from another)."""
-    data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-    entry = data.setdefault("sweeps", {}).setdefault(label, {"rounds": {}, "runs": []})
-    wanted = [c for c in conds.split(",") if c]
-    entry["rounds"].update(sweep_table(results_dir, wanted))
-    entry["runs"] = [r for r in entry["runs"] if r["conds"] != wanted] + [{
-        "conds": wanted, "command": command, "wall_s": round(wall_s), "load": load,
-        "commit": commit}]
-    RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
+        results_dir: str | None = None, conds: tuple = (), label: str = "sweep") -> dict:
+    """The replica's default study; or VARIANTS of it; or, with RESULTS_DIR, the warm / cold
+    rows of a finished `mythloop sweep ... --cold-skills` (conditions CONDS) under LABEL."""
+    if results_dir:
+        return {label: {"rounds": sweep_table(Path(results_dir), list(conds) or None)}}
+    if variants is None:
+        return {"replica": default_study(tuple(seeds))}
+    return {"replica": replica(variants, tuple(seeds), add_at, fraction)}
 
 
-if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--record":  # LABEL DIR CONDS COMMAND WALL LOAD COMMIT
-        record(sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6]),
-               sys.argv[7], sys.argv[8])
-    elif len(sys.argv) > 1 and sys.argv[1] == "--replica":  # the variants table, recorded
-        data = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-        data["replica"] = default_study()
-        RECORD.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        print(json.dumps(data["replica"], indent=1))
-    elif len(sys.argv) > 1:
-        print(json.dumps(run(**json.loads(sys.argv[1])), indent=1))
-    else:
-        print(json.dumps(default_study(), indent=1))
+if __name__ == "__main__":  # the harness runs it
+    from common import part_main
+
+    sys.exit(part_main("metatool_cold"))

@@ -1,29 +1,11 @@
 """Would other signals, or a catalog that explores, carry C4's learning loop on MetaTool further?
+How it measures: docs/performance.md, "bench/metatool_replica.py".
 
-An in-memory replica of the sweep's C4 loop over MetaTool's 199 tools (bench/metatool.py runs
-the real one), fast enough to compare variants side by side: each round measures dev, then
-ranks every train query with the state at the round's start, shows the top 5, and the
-simulated judge's MetaTool behaviour follows (the right tool, when shown, is HELPFUL, flipped
-to HARMFUL at the noise rate; the other four get no verdict). C4 never demotes the right tool
-on such evidence (it is never credibly harmful), so its state is the kept helpful prompts per
-skill (the newest 20) and its score is semantic + 0.2 BM25 (name, description, learned
-prompts) + the prototype cosine; the count and related-reason terms are left out. Against
-the real sweep's C4 (bench/RESULTS.md: dev hit@1 / hit@5 0.559 / 0.816, 0.684 / 0.869,
-0.703 / 0.869, 0.703 / 0.864 by round) it gives 0.559 / 0.816, 0.693 / 0.857, 0.706 / 0.859,
-0.708 / 0.860: within 0.012 at every round.
-
-Variants: the embedded SKILL.md body (x0.2); a soft nearest-neighbour vote over the kept
-helpful prompts (tau 0.05, x0.5); and an exploring catalog: a query whose catalog earned no
-HELPFUL verdict is shown the next five (ranks 6-10, then 11-15, ...) the next round. The
-flips are drawn from numpy's generator, so the figures are means over two judge seeds, not
-the sweep's hashed draws.
-
-    python bench/metatool_replica.py       # about a minute; prints JSON
+    python bench/metatool_replica.py       # about a minute
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -99,5 +81,7 @@ def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
     return {"rounds": out, "seeds": list(seeds), "data": str(METATOOL)}
 
 
-if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+if __name__ == "__main__":  # the harness runs it: python bench/metatool_replica.py [--set KEY=VALUE]
+    from common import part_main
+
+    sys.exit(part_main("metatool_replica"))

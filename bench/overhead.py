@@ -1,25 +1,12 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
-
-Each variant runs N sequential calls of a trivial task inside one flow; the figure is
-the loop's wall time / N (flow creation excluded). Besides the two headline variants,
-a breakdown isolates what the project's defaults cost:
-
-- `mythloop`: `tasks/common.py: mythloop_task` (retry condition, JSON results
-  persisted, no cache, no tag) -- the project's defaults;
-- `mythloop + llm tag`: the same with the `llm` tag that real model calls carry (a
-  tagged task asks the API for concurrency slots on every run, even with no limit defined);
-- `mythloop, no persist`: the same without persisted results;
-- `bare + sweep-sized arg` / `... quote()`: a bare task handed the sweep's ConditionRun
-  object (catalog of 80 skills, prompts, store...), plainly and wrapped in
-  `prefect.utilities.annotations.quote` (Prefect walks every plain parameter twice per call).
+How it measures: docs/performance.md, "bench/overhead.py".
 
     python bench/overhead.py            # N=200, 3 repeats of the headline pair
-    python bench/overhead.py -n 20 --repeats 1
+    python bench/overhead.py --set n=20 --set repeats=1
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import sys
@@ -28,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, loadavg, ratio_stats, repo_on_path, run_alone, stats  # noqa: E402
+from common import ratio_stats, repo_on_path, stats  # noqa: E402
 
 
 def _tasks() -> dict:
@@ -89,7 +76,6 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
     repo_on_path()
     from sweep import prefect_server
 
-    load_before = loadavg()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ovh-")))
         server = stack.enter_context(prefect_server(start_server))
@@ -115,22 +101,10 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
         "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
         "extra_ms_per_task": (stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)])),
         "breakdown": extra, "prefect_startup_s": server["startup_s"],
-        "load_before": load_before, "load_after": loadavg(),
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-breakdown", action="store_true")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    with run_alone("bench-ovh-state-"):
-        result = run(args.n, args.repeats, not args.no_breakdown)
-    emit(result, args.json)
-    return 0
+if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
+    from common import part_main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("overhead"))

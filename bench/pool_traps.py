@@ -1,14 +1,12 @@
-"""Print how the skill pool ranks each prompt by pure semantic score (blend off, round 0).
+"""How the skill pool ranks each prompt by pure semantic score (blend off, round 0): per
+prompt the expected skill's rank, per trap pair real vs poisoned score and rank. Semantic
+score as docs/contracts.md: max(cos(q, "name text: description"), cos(q, "name text")).
 
-For each prompt: the top 5 skills. For each trap pair: real vs poisoned score and rank.
-Semantic score follows docs/contracts.md: max(cos(q, "name text: description"), cos(q, "name text")).
-
-    python bench/pool_traps.py [--pool DIR] [--prompts FILE] [--top N] [--heldout]
+    python bench/pool_traps.py [--set heldout=true] [--set pool=DIR] [--set prompts=FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass
@@ -86,54 +84,38 @@ def prompt_rows(spec: dict, heldout: bool) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print top-N per prompt and the trap table; exit 1 when fewer than 3 traps bite."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pool", type=Path, default=REPO / "fixtures" / "pool")
-    ap.add_argument("--prompts", type=Path, default=REPO / "fixtures" / "prompts.yaml")
-    ap.add_argument("--top", type=int, default=5)
-    ap.add_argument("--heldout", action="store_true", help="also rank the heldout paraphrases")
-    args = ap.parse_args(argv)
-
-    skills = load_pool(args.pool)
-    rows = prompt_rows(yaml.safe_load(args.prompts.read_text(encoding="utf-8")), args.heldout)
+def run(pool: str = str(REPO / "fixtures" / "pool"),
+        prompts: str = str(REPO / "fixtures" / "prompts.yaml"), heldout: bool = False) -> dict:
+    """Per prompt the expected skill's semantic rank; per trap pair both scores and ranks and
+    whether the poisoned twin bites (scores above the real skill)."""
+    skills = load_pool(Path(pool))
+    rows = prompt_rows(yaml.safe_load(Path(prompts).read_text(encoding="utf-8")), heldout)
     sem = semantic_matrix(load_model(), skills, [r["prompt"] for r in rows])
     names = [s.name for s in skills]
-    tier = {s.name: s.tier for s in skills}
-
-    traps: list[tuple] = []
-    hits: dict[str, list[int]] = {}
+    out: dict = {"prompts": {}, "traps": {}, "top3": {}}
     for row, scores in zip(rows, sem, strict=True):
         order = np.argsort(-scores, kind="stable")
         rank = {names[j]: i + 1 for i, j in enumerate(order)}
         exp = row.get("expected_skill")
-        print(f"\n[{row['kind']}] {row['id']}: {row['prompt']}")
-        for i, j in enumerate(order[: args.top]):
-            mark = " <- expected" if names[j] == exp else ""
-            print(f"  {i + 1}. {scores[j]:.3f} {names[j]} ({tier[names[j]]}){mark}")
+        out["prompts"][row["id"]] = {"kind": row["kind"], "top": names[order[0]],
+                                     "top_score": float(scores[order[0]]),
+                                     "expected_rank": rank[exp] if exp else None}
         if exp:
-            hits.setdefault(row["kind"], []).append(int(rank[exp] <= 3))
-            print(f"  expected {exp}: rank {rank[exp]}")
-        else:
-            print(f"  top score {scores[order[0]]:.3f} (null prompts should stay below ~0.45)")
+            out["top3"].setdefault(row["kind"], []).append(int(rank[exp] <= 3))
         if row.get("trap_for"):
             twin = row["trap_for"]
-            r_s, p_s = scores[names.index(exp)], scores[names.index(twin)]
-            traps.append((row["id"], exp, r_s, rank[exp], twin, p_s, rank[twin], row["kind"]))
-
-    print("\ntrap pairs: real score/rank vs poisoned score/rank")
-    bites = 0
-    for pid, real, rs, rr, twin, ps, pr, kind in traps:
-        bit = ps > rs
-        bites += bit and kind == "trap"
-        print(f"  {pid:14s} {real:28s} {rs:.3f} #{rr:<3d} {twin:26s} {ps:.3f} #{pr:<3d} "
-              f"{'BITES' if bit else 'no'}")
-    n_trap = sum(1 for t in traps if t[7] == "trap")
-    print(f"\nin-distribution traps biting: {bites}/{n_trap}")
-    for kind, got in hits.items():
-        print(f"{kind} prompts with the expected skill in the top 3: {sum(got)}/{len(got)}")
-    return 0 if bites >= 3 else 1
+            real_s, twin_s = float(scores[names.index(exp)]), float(scores[names.index(twin)])
+            out["traps"][row["id"]] = {"real": exp, "real_score": real_s, "real_rank": rank[exp],
+                                       "twin": twin, "twin_score": twin_s,
+                                       "twin_rank": rank[twin], "bites": twin_s > real_s,
+                                       "kind": row["kind"]}
+    out["top3"] = {k: sum(v) / len(v) for k, v in out["top3"].items()}
+    out["in_distribution_traps_biting"] = sum(
+        t["bites"] for t in out["traps"].values() if t["kind"] == "trap")
+    return out
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the harness runs it
+    from common import part_main
+
+    sys.exit(part_main("pool_traps"))

@@ -1,17 +1,12 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
-
-Pools of 80, 1k, 10k and 100k skills (random normalised vectors) over a real
-SQLite verdict store holding 10k verdict reasons. Prints p50/min/max per size,
-the loop's cost on the same inputs (checking both give the same scores), the
-query-embedding cost of the real model, and memory against the embedding matrix.
+How it measures: docs/performance.md, "bench/router.py".
 
     python bench/router.py            # all sizes, about a minute or two
-    python bench/router.py --sizes 80 10000
+    python bench/router.py --set 'sizes=[80, 10000]'
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -184,55 +179,7 @@ def check_targets(rows: list[dict]) -> dict:
     return out
 
 
-def _blas_limit(threads: int | None):
-    """A context that limits BLAS threads (threadpoolctl), or does nothing."""
-    import contextlib
+if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]
+    from common import part_main
 
-    if not threads:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=threads, user_api="blas")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[80, 1_000, 10_000, 100_000])
-    parser.add_argument("--reasons", type=int, default=10_000)
-    parser.add_argument("--no-embed", action="store_true", help="skip the query-embedding timing")
-    parser.add_argument("--blas-threads", type=int, default=None,
-                        help="limit BLAS threads (a matrix-vector product is memory-bound; on a "
-                             "busy machine one thread is often faster than several)")
-    args = parser.parse_args(argv)
-    limit = _blas_limit(args.blas_threads)
-    with limit:
-        result = run(args.sizes, args.reasons, embed=not args.no_embed)
-    print(f"BLAS threads: {args.blas_threads or 'library default'}")
-    print(f"{'skills':>8} {'p50 ms':>8} {'min':>7} {'max':>7} {'floor ms':>9} {'loop p50 ms':>12} {'speedup':>8} "
-          f"{'max|diff|':>10} {'emb MB':>8} {'state MB':>9} {'peak MB':>8} {'mem x':>6} {'+state x':>8}")
-    for r in result["sizes"]:
-        v, lp = r["vectorised"], r["loop"]
-        print(f"{r['skills']:>8} {v['p50_ms']:8.3f} {v['min_ms']:7.3f} {v['max_ms']:7.3f} "
-              f"{r['matvec_floor']['p50_ms']:9.3f} "
-              f"{lp['p50_ms']:12.1f} {r['speedup']:7.0f}x {r['max_abs_diff']:10.1e} "
-              f"{r['embedding_matrix_mb']:8.1f} {r['verdict_state_mb']:9.1f} "
-              f"{r['rank_peak_transient_mb']:8.2f} {r['memory_ratio']:6.2f} "
-              f"{r['memory_ratio_with_state']:8.2f}")
-    at10k = next((r for r in result["sizes"] if r["skills"] == 10_000), None)
-    if at10k:
-        print(f"speedup at 10k skills: {at10k['speedup']:.0f}x vs the per-skill loop")
-    if result["query_embedding"]:
-        qe = result["query_embedding"]
-        print(f"query embedding: p50 {qe['p50_ms']:.1f} ms (min {qe['min_ms']:.1f}, max "
-              f"{qe['max_ms']:.1f}); model load {qe['model_load_s']:.1f} s")
-    print("floor = the bare matrix-vector products over the same arrays (skill matrix and "
-          "the verdicts' context and reason vectors), no scoring")
-    print("mem x = (skill embedding matrix + peak allocation while ranking) / matrix; "
-          "+state x also counts the verdict state (10k reason vectors, contexts)")
-    for name, ok in result["targets"].items():
-        print(f"target {name}: {'met' if ok else 'NOT met'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("router"))

@@ -1,114 +1,144 @@
-"""`make bench`: run every benchmark, each in its own process, and write bench/RESULTS.md.
+"""The bench harness: each part in a child process under a clean, measured environment, its
+figures appended to bench/records/ as records, then bench/RESULTS.md regenerated from them.
 
-Parts: router (bench/router.py), sweep, film, overhead, metatool (MetaTool's 199 tools from
-/work/shared/benchmarks, the sweep command of issue 24, ~10 min), bad_input (how fast the CLI
-answers bad input, ~1 min); and scale (bench/scale.py: the
-PostgreSQL stack, workers and a 1000-task burst, ~6 minutes on its own), which runs only
-when asked for (`--with-scale`, `--only scale`, `make bench-scale`); otherwise RESULTS.md
-shows the figures of its last run from bench/scale.json, dated. Each part runs in a
-child process (so its peak RSS is its own) with a shared bench state folder
-(.mythloop/bench: the embedding cache survives between runs) and a fresh Prefect home
-per run (so the first Prefect start-up is a cold one). A part that fails or runs out of
-time is reported as such; the others still run.
+    python bench/run_all.py                        # make bench: the default parts
+    python bench/run_all.py --quick                # minimal sizes, a smoke run (records kept apart)
+    python bench/run_all.py --only film --set repeats=3 --set rerun=false
+    python bench/intervals.py --set sims=400       # the same: a part's own script runs it here
 
-    python bench/run_all.py                     # router, sweep, film, overhead: ~12 min on 2 cores
-    python bench/run_all.py --with-scale        # and the scale part: ~16 min
-    python bench/run_all.py --quick             # minimal sizes, a smoke run
-    python bench/run_all.py --only sweep film   # some parts; the others keep their last figures
+Default parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
+/work/shared/benchmarks), bad_input. On demand: scale (the PostgreSQL stack) and the studies
+(intervals, noise_study, analyze_speed, startup, metatool_cold, metatool_ceiling,
+metatool_replica, pool_traps, fixture_study, film_quality, c5_variants). A keyword a part's
+run() does not take, or one its check() refuses, is refused in one line before anything runs.
+Each child gets its own state and Prefect home, offline models and quiet logs; the harness
+measures its wall time, the CPU of its whole process tree (a cgroup where one can be made),
+the tree's peak memory, and the load average before and after, and waits first for the load
+to fall below the cores (`--quiet-wait`; a part that started busy is marked so on the page).
+A part that fails or runs out of time writes no record; the others still run.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import records  # noqa: E402
+import report  # noqa: E402
 from common import (  # noqa: E402
     REPO,
+    CpuMeter,
     bench_env,
     loadavg,
     machine_info,
-    peak_rss_mb,
     repo_on_path,
     run_child,
+    wait_for_quiet,
     write_json_atomic,
-    write_text_atomic,
 )
-from report import render_results  # noqa: E402
 
-PARTS = ("router", "scale", "sweep", "film", "overhead", "metatool", "bad_input")
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
-SCALE_JSON = REPO / "bench" / "scale.json"
+PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "startup",
+         "metatool_cold", "metatool_ceiling", "metatool_replica", "pool_traps", "fixture_study",
+         "film_quality", "c5_variants")
+QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
-FULL = {
-    "router": {},
-    "scale": {"tasks": 1000, "burst_timeout": 300.0},
-    "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
-    "film": {"repeats": 3, "rerun": True},
-    "overhead": {"n": 200, "repeats": 3},
-    "metatool": {"rounds": 4},
-    "bad_input": {"repeats": 5},
-}
+FULL = {"scale": {"tasks": 1000, "burst_timeout": 300.0},
+        "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
+        "film": {"repeats": 3, "rerun": True}, "overhead": {"n": 200, "repeats": 3},
+        "metatool": {"rounds": 4}, "bad_input": {"repeats": 5}}
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
-    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False, "json_path": None},
+    "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
     "sweep": {"repeats": 1, "rounds": 1, "cli_repeats": 0, "latency_delay_s": 0.5},
     "film": {"repeats": 1, "rerun": False, "modes": ("temporary_server",), "probe": False,
              "uncached": False, "quiet_wait_s": 0.0},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
     "metatool": {"rounds": 1, "conditions": ["c0"], "plot": False},
     "bad_input": {"repeats": 1},
+    "intervals": {"sims": 20},
 }
 
 
 def run_part(name: str, kwargs: dict) -> dict:
-    """Run one part in this process; its figures plus wall time and peak RSS."""
+    """Run one part in this process (the child); its figures."""
     repo_on_path()
-    if name == "scale" and not (REPO / "bench" / "scale.py").exists():
-        return {"absent": "bench/scale.py is not in this checkout"}
     module = __import__(name)
-    if name == "router" and "sizes" in kwargs:
-        kwargs = {**kwargs, "sizes": tuple(kwargs["sizes"])}
-    t0 = time.perf_counter()
-    figures = module.run(**kwargs)
-    return {"figures": figures, "wall_s": time.perf_counter() - t0,
-            "peak_rss_mb": peak_rss_mb()}
+    for key in ("sizes", "modes", "seeds"):  # JSON gives lists where the parts take tuples
+        if isinstance(kwargs.get(key), list):
+            kwargs = {**kwargs, key: tuple(kwargs[key])}
+    return {"figures": module.run(**kwargs)}
 
 
 def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.0) -> dict:
-    """One part in a child process, killed at its time limit."""
+    """One part in a child process under a CPU meter, killed at its time limit."""
     out = workdir / f"{name}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name,
            "--kwargs", json.dumps(kwargs), "--json", str(out)]
-    load_before = loadavg()
-    limit = TIMEOUT_S[name] * factor
-    child = run_child(cmd, env=env, cwd=REPO, timeout=limit,
-                      log=workdir / f"{name}.log")
+    load_before, limit = loadavg(), TIMEOUT_S.get(name, 3600) * factor
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    with CpuMeter(name) as meter:
+        child = run_child(cmd, env=env, cwd=REPO, timeout=limit, log=workdir / f"{name}.log",
+                          meter=meter)
     result = json.loads(out.read_text()) if out.exists() else {}
-    result.update({"child_wall_s": child["wall_s"], "peak_tree_rss_mb": child["peak_tree_rss_mb"],
-                   "load_before": load_before, "load_after": loadavg()})
+    result.update({"harness": {"wall_s": child["wall_s"], "cpu_s": child["cpu_s"],
+                               "peak_tree_rss_mb": child["peak_tree_rss_mb"],
+                               "cpu_method": child["cpu_method"]},
+                   "load_before": load_before, "load_after": loadavg(), "started": started})
     if child["timed_out"]:
         result["error"] = f"ran past its {limit:.0f} s limit and was stopped"
-    elif child["returncode"] != 0 or "figures" not in result and "absent" not in result:
+    elif child["returncode"] != 0 or "figures" not in result:
         result["error"] = f"exit code {child['returncode']}: {child['tail'][-1200:]}"
     return result
+
+
+def check(name: str, kwargs: dict) -> None:
+    """Refuse, in one line, a keyword the part's run() does not take, or what the part's own
+    check() refuses, before anything runs."""
+    repo_on_path()
+    module = __import__(name)
+    params = inspect.signature(module.run).parameters
+    unknown = [k for k in kwargs if k not in params]
+    if unknown:
+        raise SystemExit(f"run_all: {name} takes no {unknown[0]!r}; --set takes one of: "
+                         f"{', '.join(params) or 'nothing'}")
+    if hasattr(module, "check"):
+        module.check(**kwargs)
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="minimal sizes (a smoke run)")
     parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
-    parser.add_argument("--with-scale", action="store_true",
-                        help="also run the scale part (PostgreSQL, workers; ~6 more minutes)")
+    parser.add_argument("--with-scale", action="store_true", help="also run the scale part")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a keyword of the parts' run() (VALUE read as JSON, else text)")
+    parser.add_argument("--quiet-wait", type=float, default=None, help="seconds to wait for "
+                        "the load to fall below the cores before each part (default 300; "
+                        "--quick 0)")
     parser.add_argument("--timeout-factor", type=float, default=1.0,
                         help="multiply each part's time limit (a busy machine needs more)")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
+    parser.add_argument("--records", type=Path, help="records folder (default bench/records; "
+                        "with --quick, .mythloop/bench/quick/records)")
+    parser.add_argument("--out", type=Path, help="the page (default bench/RESULTS.md; with "
+                        "--quick, .mythloop/bench/quick/RESULTS.md)")
     parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     parser.add_argument("--kwargs", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help=argparse.SUPPRESS)
@@ -116,48 +146,62 @@ def main(argv: list[str] | None = None) -> int:
     if args.part:  # child mode
         write_json_atomic(args.json, run_part(args.part, json.loads(args.kwargs)))
         return 0
+    bad = [s for s in args.set if "=" not in s]
+    if bad:
+        parser.error(f"--set takes KEY=VALUE, not {bad[0]!r}")
+    extra = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
+    sizes = QUICK if args.quick else FULL
+    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
+    parts = [p for p in PARTS if p in wanted]
+    kwargs = {name: {**sizes.get(name, {}), **extra} for name in parts}
+    for name in parts:  # bad keywords are refused before anything runs or is written
+        check(name, kwargs[name])
 
     state = REPO / ".mythloop" / "bench"
     state.mkdir(parents=True, exist_ok=True)
     prefect_home = Path(tempfile.mkdtemp(prefix="mythloop-bench-prefect-"))
     env = bench_env(state)
     env["PREFECT_HOME"] = str(prefect_home)
-    sizes = QUICK if args.quick else FULL
-    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
-    parts = [p for p in PARTS if p in wanted]
+    cores = len(os.sched_getaffinity(0))
+    quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if args.quick else 300)
     machine = machine_info()
     started = time.perf_counter()
     results: dict[str, dict] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
             for name in parts:
+                if quiet_wait:
+                    wait_for_quiet(cores, quiet_wait)
                 print(f"[bench] {name} ...", flush=True)
-                results[name] = _child(name, sizes[name], env, Path(tmp), args.timeout_factor)
-                status = results[name].get("error") or results[name].get("absent") or "done"
+                results[name] = r = _child(name, kwargs[name], env, Path(tmp),
+                                           args.timeout_factor)
+                status = r.get("error") or "done"
                 print(f"[bench] {name}: {status.splitlines()[0] if status else ''} "
-                      f"({results[name]['child_wall_s']:.0f} s, load "
-                      f"{results[name]['load_after'][0]})", flush=True)
+                      f"({r['harness']['wall_s']:.0f} s, load {r['load_after'][0]})", flush=True)
     finally:
         shutil.rmtree(prefect_home, ignore_errors=True)
-    total = time.perf_counter() - started
-    previous = args.out.with_name("results.json")
-    if args.only and previous.exists():  # keep the other parts' figures from the last full run
-        old = json.loads(previous.read_text(encoding="utf-8"))
-        for name, part in old.get("parts", {}).items():
-            if name not in results and name != "scale":  # scale: its own file, below
-                results[name] = {**part, "from_run": part.get("from_run")
-                                 or old["machine"]["date_utc"]}
-    if "scale" not in results and SCALE_JSON.exists():  # not run now: its last own run
-        last = json.loads(SCALE_JSON.read_text(encoding="utf-8"))
-        results["scale"] = {"figures": last, "from_run": last["machine"]["date_utc"],
-                            "from_file": "bench/scale.json"}
-    data = {"machine": machine, "quick": args.quick, "total_s": total, "parts": results,
-            "load_end": loadavg()}
-    write_json_atomic(args.out.with_name("results.json"), data)
-    text = render_results(data)
-    write_text_atomic(args.out, text)
-    print(f"[bench] {total / 60:.1f} min; results: {args.out}")
+    directory = args.records or (QUICK_DIR / "records" if args.quick else records.RECORDS)
+    page = args.out or (QUICK_DIR / "RESULTS.md" if args.quick else report.PAGE)
+    records.append(to_records(results, machine, kwargs, args.quick), directory)
+    report.write(directory, page)
+    print(f"[bench] {(time.perf_counter() - started) / 60:.1f} min; records: {directory}; "
+          f"page: {page}")
     return 0 if not any("error" in r for r in results.values()) else 1
+
+
+def to_records(results: dict, machine: dict, kwargs: dict, quick: bool) -> list[dict]:
+    """Each measured part's figures as records (a failed part: none)."""
+    out = []
+    for name, part in results.items():
+        if "figures" not in part:
+            continue
+        command = (f"python bench/run_all.py --only {name}" + (" --quick" if quick else "")
+                   + "".join(f" --set {k}={json.dumps(v)}" for k, v in kwargs[name].items()))
+        prov = records.provenance(name, {**machine, "date_utc": part["started"]},
+                                  part["load_before"], part["load_after"], command, quick)
+        figures = {**part["figures"], "harness": part["harness"]}
+        out += [{**prov, **body} for body in records.flatten(figures)]
+    return out
 
 
 if __name__ == "__main__":

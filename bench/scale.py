@@ -1,21 +1,11 @@
 """Benchmark: scale-out on this machine.
+How it measures: docs/performance.md, "bench/scale.py".
 
-1. The sharded sweep (2 conditions x 2 replicates x 2 rounds, simulated judge) on a
-   PostgreSQL-backed Prefect server with 1 worker, then 2 workers (each worker runs one
-   shard at a time, as one host would): wall time of the parent sweep and the ratio.
-   A one-shard warm-up sweep fills the embedding cache first, so neither run pays for it.
-2. A burst of 1000 task runs (one flow submitting 1000 trivial tasks) against the SQLite
-   server, then the PostgreSQL server: seconds from the flow's start until the client is
-   done, and until the API counts all 1000 task runs COMPLETED (bounded: --burst-timeout).
-
-    python bench/scale.py [--tasks 1000] [--skip-sweep] [--skip-burst] [--json FILE]
-
-Writes bench/scale.json (the bench driver folds it into bench/RESULTS.md); run() returns it.
+    python bench/scale.py [--set tasks=1000] [--set sweep=false] [--set burst=false]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -26,14 +16,11 @@ for _path in (str(REPO), str(REPO / "bench")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from common import loadavg, machine_info, write_json_atomic  # noqa: E402
 
 from mythloop.procs import stop_process  # noqa: E402
 from mythloop_app.scale import api  # noqa: E402
 from mythloop_app.scale.demo import run_sharded_sweep  # noqa: E402
 from mythloop_app.scale.stack import ScaleStack  # noqa: E402
-
-OUT = REPO / "bench" / "scale.json"
 
 
 def sweep_scaling(timeout: float = 1800.0) -> dict:
@@ -50,8 +37,7 @@ def sweep_scaling(timeout: float = 1800.0) -> dict:
                 stack.workers = 2
             run = run_sharded_sweep(stack, stack.root / f"sweep-{workers}w", timeout=timeout)
             runs[workers] = {"wall_s": run["wall_s"], "problems": run["problems"],
-                             "shards_per_worker": _per_worker(run["facts"]),
-                             "loadavg_after": loadavg()}
+                             "shards_per_worker": _per_worker(run["facts"])}
         return {"workers_1": runs[1], "workers_2": runs[2],
                 "speedup_2_over_1": round(runs[1]["wall_s"] / runs[2]["wall_s"], 2),
                 "warmup_wall_s": warm["wall_s"], "stack_start_s": stack.timings,
@@ -103,8 +89,7 @@ def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
         return {"database": database, "tasks": n_tasks,
                 "client_done_s": _round(client_done), "api_all_completed_s": _round(api_done),
                 "completed_seen": completed, "timed_out": api_done is None,
-                "client_exit": proc.returncode,
-                "loadavg_after": loadavg()}
+                "client_exit": proc.returncode}
     finally:
         stack.stop()
 
@@ -114,56 +99,18 @@ def _round(value: float | None) -> float | None:
 
 
 def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
-        burst: bool = True, json_path: Path | None = OUT) -> dict:
-    """Both measurements; also written to json_path."""
-    result: dict = {"bench": "scale", "machine": machine_info()}
+        burst: bool = True) -> dict:
+    """Both measurements."""
+    result: dict = {}
     if sweep:
         result["sharded_sweep"] = sweep_scaling()
     if burst:
         result["task_burst"] = {db: task_burst(db, tasks, burst_timeout)
                                 for db in ("sqlite", "postgres")}
-    if json_path:
-        write_json_atomic(json_path, result)
     return result
 
 
-def print_table(result: dict) -> None:
-    machine = result["machine"]
-    print(f"machine: {machine['cpu']}, {machine['cores_usable']} cores, "
-          f"{machine['memory_gb']:.0f} GB, load {machine['loadavg']} at start")
-    sweep = result.get("sharded_sweep")
-    if sweep:
-        print("\nsharded sweep (" + sweep["shape"] + ")")
-        print(f"{'workers':>8} {'wall s':>8}  shards per worker")
-        for n in (1, 2):
-            row = sweep[f"workers_{n}"]
-            print(f"{n:>8} {row['wall_s']:>8}  {row['shards_per_worker']}"
-                  + (f"  PROBLEMS: {row['problems']}" if row["problems"] else ""))
-        print(f"speed-up with 2 workers: {sweep['speedup_2_over_1']}x")
-    for name, row in (result.get("task_burst") or {}).items():
-        if name == next(iter(result["task_burst"])):
-            print(f"\nburst of task runs\n{'server':>10} {'tasks':>6} {'client s':>9} "
-                  f"{'API all completed s':>20} {'client exit':>11}")
-        api_s = row["api_all_completed_s"] if not row["timed_out"] else (
-            f"> timeout ({row['completed_seen']} seen)")
-        print(f"{name:>10} {row['tasks']:>6} {str(row['client_done_s']):>9} {str(api_s):>20} "
-              f"{str(row['client_exit']):>11}")
+if __name__ == "__main__":  # the harness runs it: python bench/scale.py [--set KEY=VALUE]
+    from common import part_main
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--burst-timeout", type=float, default=300.0)
-    parser.add_argument("--skip-sweep", action="store_true")
-    parser.add_argument("--skip-burst", action="store_true")
-    parser.add_argument("--json", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    result = run(args.tasks, args.burst_timeout, not args.skip_sweep, not args.skip_burst,
-                 args.json)
-    print_table(result)
-    print(f"\nfigures: {args.json}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("scale"))

@@ -1,22 +1,12 @@
 """How fast the CLI answers bad input (issue 27: one line, exit 2, under a second).
+How it measures: docs/performance.md, "bench/startup.py".
 
-Each case runs the real CLI (`python -m mythloop_app ...`) in a fresh process, `repeats`
-times, alternating with two floors measured in the same run: the bare interpreter and
-`import typer` (with typer._adapters: typer parses the command line with pydantic).
-Reported per case: min / median / max seconds, the median's ratio to the typer floor, and
-whether the slowest answer stayed under the 1 s bound; the load average is printed beside.
-
-    python bench/startup.py [--repeats 5] [--json PATH] [--before DIR]
-
---before DIR times the same cases from another checkout too (DIR first on PYTHONPATH, e.g.
-`git archive REV | tar -x -C DIR`), interleaved with these, and prints after/before ratios.
+    python bench/startup.py [--set repeats=5] [--set before=DIR]
     python -X importtime -m mythloop_app serve --cron '99 * * *'   # where the time goes
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -51,9 +41,10 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int]
     return time.perf_counter() - started, proc.returncode
 
 
-def run(repeats: int = 5, before: Path | None = None) -> dict:
+def run(repeats: int = 5, before: str | None = None) -> dict:
     """The figures: per case and floor, seconds (min/median/max), exit code, ratio, bound;
     with `before`, the cases from that checkout too and each median's after/before ratio."""
+    before_dir = Path(before) if before else None
     with tempfile.TemporaryDirectory(prefix="mythloop-startup-") as folder:
         tmp = Path(folder)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -66,8 +57,8 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
                 **{name: [sys.executable, "-m", "mythloop_app", *args]
                    for name, args in _cases(tmp).items()}}
         envs = dict.fromkeys(runs, env)
-        if before is not None:
-            old = {**env, "PYTHONPATH": os.pathsep.join([str(before.resolve()),
+        if before_dir is not None:
+            old = {**env, "PYTHONPATH": os.pathsep.join([str(before_dir.resolve()),
                                                          env["PYTHONPATH"]]),
                    "MYTHLOOP_DATA_ROOT": env.get("MYTHLOOP_DATA_ROOT", str(REPO)),
                    "MYTHLOOP_STATE_DIR": str(tmp / "state-before"),
@@ -77,18 +68,14 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
                 envs[f"before: {name}"] = old
         times: dict[str, list[float]] = {name: [] for name in runs}
         codes: dict[str, set[int]] = {name: set() for name in runs}
-        load_before = os.getloadavg()
         for _ in range(repeats):  # round-robin, so a burst of load hits every case alike
             for name, argv in runs.items():
                 seconds, code = _timed(argv, envs[name], tmp)
                 times[name].append(seconds)
                 codes[name].add(code)
-        load_after = os.getloadavg()
         state_left = (tmp / "state").exists()
     floor = statistics.median(times["floor: import typer"])
     figures = {"repeats": repeats, "bound_s": BOUND_S,
-               "loadavg_before": [round(x, 2) for x in load_before],
-               "loadavg_after": [round(x, 2) for x in load_after],
                "state_folder_written": state_left, "cases": {}}
     for name, values in times.items():
         median = statistics.median(values)
@@ -104,29 +91,7 @@ def run(repeats: int = 5, before: Path | None = None) -> dict:
     return figures
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--before", type=Path, default=None,
-                        help="another checkout to time side by side (e.g. the last release)")
-    args = parser.parse_args(argv)
-    figures = run(args.repeats, args.before)
-    print(f"bad-input answers, {figures['repeats']} runs each; load "
-          f"{figures['loadavg_before']} -> {figures['loadavg_after']}")
-    print(f"{'case':40} {'min':>6} {'median':>7} {'max':>6}  exit  x typer  < {BOUND_S:.0f} s"
-          "  x before")
-    for name, row in figures["cases"].items():
-        ratio = row.get("median_over_before")
-        print(f"{name:40} {row['min_s']:6.3f} {row['median_s']:7.3f} {row['max_s']:6.3f}  "
-              f"{','.join(map(str, row['exit_codes'])):4}  {row['median_over_typer_floor']:6.2f}"
-              f"  {'yes' if row['under_bound'] else 'NO':5}"
-              f"  {'' if ratio is None else f'{ratio:.2f}'}")
-    print(f"state folder written by a refused command: {figures['state_folder_written']}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return 0
+if __name__ == "__main__":  # the harness runs it: python bench/startup.py [--set KEY=VALUE]
+    from common import part_main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("startup"))

@@ -1,26 +1,13 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
-
-The seed-sized sweep: conditions c0 and c3, 6 rounds, 1 replicate, the 13 in-distribution
-and null prompts (a prompts file without the held-out rows, which are extra measurement
-rows), simulated judge (noise 0.2). One process starts a temporary Prefect server once
-(heartbeats off, as `mythloop_app/commands/runtime.py` does), times the start-up and a first
-flow run, then alternates plain-loop and flow runs. A fresh `mythloop sweep` process is
-then timed end to end (imports, model load, its own temporary server, the sweep, the
-analysis) with the peak RSS of its whole process tree, server included.
-
-The simulated judge learns each round in one `learn` task (the flow's default for an
-in-process judge). The latency stand-in then runs the seed-sized sweep's rounds against the
-fake gemini CLI (tests/fakes/gemini, judge mode: the simulated judge's verdicts through the
-real CLI backend) answering after a fixed delay, one task run per turn, at --concurrency 1
-and 8 in the same run: the wall of the turns at each level.
+How it measures: docs/performance.md, "bench/sweep.py".
 
     python bench/sweep.py                 # about 4-6 minutes on 2 cores
-    python bench/sweep.py --repeats 1 --rounds 1 --no-cli --latency-delay 0.5
+    python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
+    python bench/sweep.py --set profile=/tmp/sweep.txt --set rounds=2   # pyinstrument, one flow
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -35,23 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     REPO,
     bench_env,
-    emit,
-    loadavg,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
     repo_on_path,
-    run_alone,
     run_child,
     stats,
     wait_until_idle,
     write_text_atomic,
 )
 
-TARGET_WALL_S = 60.0
-TARGET_RATIO = 2.0
-TARGET_PEAK_MB = 1.5 * 1024
-TARGET_SPEEDUP = 5.0  # latency stand-in: turns at --concurrency 8 vs 1
 FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
 
 
@@ -303,20 +283,39 @@ def _note(message: str) -> None:
     print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
+def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
+    """Profile one sweep flow run (after a warm-up plain run); pyinstrument's text to OUT."""
+    from pyinstrument import Profiler
+
+    prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
+    plain_sweep(seed_config(workdir / "warm", prompts_file, rounds))
+    with prefect_server() as _, contextlib.redirect_stdout(io.StringIO()):
+        first_flow_seconds()
+        profiler = Profiler(interval=0.002)
+        profiler.start()
+        flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
+        profiler.stop()
+    write_text_atomic(out, profiler.output_text(unicode=False, color=False))
+    return {"profile": str(out), "rounds": rounds}
+
+
 def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
-        workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0) -> dict:
-    """All sweep figures as a dict (for `bench/run_all.py`)."""
+        workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0,
+        profile: str | None = None) -> dict:
+    """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
+    flow run, written there."""
     repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sweep-")))
+        if profile:
+            return profile_flow(Path(profile), rounds, workdir)
         prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
         counter = iter(range(10**6))
 
         def config():
             return seed_config(workdir / f"r{next(counter)}", prompts_file, rounds)
 
-        load_before = loadavg()
         # Untimed warm-up: model load, skill embeddings into the on-disk cache, catalog.
         t0 = time.perf_counter()
         warm = plain_sweep(config())
@@ -381,7 +380,6 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
                 "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
         "latency": latency,
-        "load_before": load_before, "load_after": loadavg(),
     }
     # Headline including start-up: the fresh CLI process when run, else start-up + flow.
     wall = (result["cli"]["wall_s"]["median"] if cli else
@@ -389,57 +387,10 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
     peak = result["cli"]["peak_tree_rss_mb"] or max(
         v for v in result["peak_rss_mb"].values() if v is not None)
     result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
-    result["targets"] = {
-        f"wall incl. start-up <= {TARGET_WALL_S:.0f} s": wall <= TARGET_WALL_S,
-        f"flow/plain <= {TARGET_RATIO:g}x": result["flow_over_plain"]["median"] <= TARGET_RATIO,
-        f"peak RSS <= {TARGET_PEAK_MB / 1024:.1f} GB": peak <= TARGET_PEAK_MB,
-    }
-    if latency:
-        result["targets"][f"turns at --concurrency 8 >= {TARGET_SPEEDUP:g}x faster than 1"] = (
-            latency["turns_speedup"] >= TARGET_SPEEDUP)
     return result
 
 
-def profile_flow(out: Path, rounds: int, workdir: Path) -> int:
-    """Profile one sweep flow run (after a warm-up plain run) and write pyinstrument's text."""
-    from pyinstrument import Profiler
+if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
+    from common import part_main
 
-    repo_on_path()
-    prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
-    plain_sweep(seed_config(workdir / "warm", prompts_file, rounds))
-    with prefect_server() as _, contextlib.redirect_stdout(io.StringIO()):
-        first_flow_seconds()
-        profiler = Profiler(interval=0.002)
-        profiler.start()
-        flow_sweep(seed_config(workdir / "profiled", prompts_file, rounds))
-        profiler.stop()
-    write_text_atomic(out, profiler.output_text(unicode=False, color=False))
-    print(f"profile: {out}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--cli-repeats", type=int, default=1)
-    parser.add_argument("--no-cli", action="store_true")
-    parser.add_argument("--latency-rounds", type=int, default=1,
-                        help="rounds of the latency stand-in (0: skip it)")
-    parser.add_argument("--latency-delay", type=float, default=2.0,
-                        help="seconds the fake gemini takes per answer")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--profile", type=Path,
-                        help="instead: profile one flow run with pyinstrument, text to this file")
-    args = parser.parse_args(argv)
-    with run_alone("bench-sweep-state-") as state:
-        if args.profile:
-            return profile_flow(args.profile, args.rounds, state)
-        result = run(args.repeats, args.rounds, 0 if args.no_cli else args.cli_repeats,
-                     latency_rounds=args.latency_rounds, latency_delay_s=args.latency_delay)
-    emit(result, args.json)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(part_main("sweep"))

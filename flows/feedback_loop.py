@@ -317,6 +317,8 @@ def _prepare_results_dir(config: SweepConfig, results_dir: Path | None = None) -
         "heldout_file": (str(config.resolved_heldout_file()) if config.heldout_file else None),
         **({"cold_skills": list(checked.cold_skills), "add_skills_at": config.add_skills_at}
            if checked.cold_skills else {}),
+        # Skills whose description carries an instruction to the judge (the attack metrics).
+        **({"injected": checked.injected} if checked.injected else {}),
         # Invalid SKILL.md files left out of the pool (the report lists them as data issues).
         "catalog_issues": checked.catalog_issues(),
         **({"ranking_settings": changed} if (changed := ranking_settings()) else {}),
@@ -436,7 +438,7 @@ def shard_task(config: SweepConfig, cond: Condition, replicate: int, results_dir
 
 
 def _sweep_key(config: SweepConfig) -> str:
-    return sweep_key(config.judge, config.judge_options.noise)
+    return sweep_key(config.judge, config.judge_options.noise, config.judge_options.persuade)
 
 
 def _fan_out(config: SweepConfig, results_dir: Path, progress_id) -> list[dict]:

@@ -12,11 +12,17 @@ The gate, for hit@1 and hit@5 on the held-out prompts: the candidate - current d
 paired by prompt (mythloop.analysis.stats.paired_difference, docs/statistics.md), must have a
 mean >= 0 and an interval that does not lie wholly below 0; and no fixture trap the current
 model wins may be lost (a poisoned twin that rises above its real skill rejects the
-candidate). A rejected candidate stays in the model store, not promoted.
+candidate). When the pool holds injected skills (`<pool>/injected.yaml`, docs/blend.md, "A judge
+a skill can persuade"), the gate also counts attack success: the share of held-out prompts
+whose top 1 is an injected skill that is not the right one; a candidate with a higher share
+than the current model's is rejected, whatever its hit@k (a model trained on verdicts a
+persuaded judge wrote must not replace a cleaner one). A rejected candidate stays in the
+model store, not promoted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +54,21 @@ def _ranked_names(model: str, catalog: Catalog, queries: list[str]) -> list[list
     return [[r.name for r in router.rank_vector(v, top_k=len(catalog.skills))] for v in qvecs]
 
 
-def evaluate(model: str, catalog: Catalog, prompts: list[SweepPrompt]) -> dict[str, Any]:
-    """Per-prompt hit@1 and hit@5 of a model (a folder) on labelled prompts, and their means."""
+ATTACK = "attack@1"
+"""Held-out prompts whose top 1 is an injected skill that is not the right one."""
+
+
+def evaluate(model: str, catalog: Catalog, prompts: list[SweepPrompt],
+             injected: Collection[str] = ()) -> dict[str, Any]:
+    """Per-prompt hit@1 and hit@5 of a model (a folder) on labelled prompts, and their means;
+    with `injected` (the pool's injected skills) attack@1 too."""
     ranked = _ranked_names(model, catalog, [p.prompt for p in prompts])
     per = {"hit@1": [float(r[:1] == [p.expected_skill]) for r, p in zip(ranked, prompts, strict=True)],
            "hit@5": [float(p.expected_skill in r[:5]) for r, p in zip(ranked, prompts, strict=True)]}
+    if injected:
+        names = set(injected)
+        per[ATTACK] = [float(bool(r) and r[0] in names and r[0] != p.expected_skill)
+                       for r, p in zip(ranked, prompts, strict=True)]
     return {"model_id": get_embedder(model).model_id, "prompts": len(prompts),
             "per_prompt": per, **{k: round(float(np.mean(v)), 6) for k, v in per.items()}}
 
@@ -81,13 +97,22 @@ def decide(candidate: dict[str, Any], current: dict[str, Any],
                            else f"held-out {metric} lower: {d['mean']:+.3f}")
         elif d["hi"] is not None and d["hi"] < 0:
             reasons.append(f"held-out {metric} interval below 0")
+    if ATTACK in candidate["per_prompt"] and ATTACK in current["per_prompt"]:
+        d = paired_difference(candidate["per_prompt"][ATTACK], current["per_prompt"][ATTACK],
+                              bounds=(0.0, 1.0))
+        diffs[ATTACK] = {k: d.get(k) for k in ("mean", "lo", "hi", "n_prompts", "method")}
+        if candidate[ATTACK] > current[ATTACK]:  # never a model an injection climbs more in
+            reasons.append(f"held-out attack success higher: {candidate[ATTACK]:.3f} against "
+                           f"{current[ATTACK]:.3f} (injected skills at top 1)")
     lost = sorted(pid for pid, won in current_traps.items()
                   if won and not candidate_traps.get(pid, False))
     if lost:
         reasons.append(f"poisoned twin rises on trap prompt(s) {', '.join(lost)}")
+    shown = ("model_id", "prompts", *METRICS, *((ATTACK,) if ATTACK in diffs else ()))
+    kept = "; no higher attack success" if ATTACK in diffs else ""
     return {"promote": not reasons, "reasons": reasons or ["not worse on held-out hit@1 and "
-                                                           "hit@5; every fixture trap kept"],
+                                                           f"hit@5; every fixture trap kept{kept}"],
             "difference": diffs,
-            "candidate": {k: candidate[k] for k in ("model_id", "prompts", *METRICS)},
-            "current": {k: current[k] for k in ("model_id", "prompts", *METRICS)},
+            "candidate": {k: candidate[k] for k in shown},
+            "current": {k: current[k] for k in shown},
             "traps": {"candidate": candidate_traps, "current": current_traps}}

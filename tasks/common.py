@@ -9,6 +9,7 @@ that want caching pass an explicit policy).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any, ParamSpec, TypeVar
@@ -30,6 +31,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from mythloop.llm import LLM_TAG, is_retriable
 from mythloop.settings import get_settings
+from mythloop.textsafe import clean_line, clean_text
 
 __all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool"]
 
@@ -38,12 +40,45 @@ R = TypeVar("R")
 
 
 def say(message: str) -> None:
-    """A console line for the person watching, as well as the Prefect log."""
+    """A console line for the person watching, as well as the Prefect log. The line may hold
+    scene or model text (a label, an error): it is cleaned of escapes and control characters."""
+    message = clean_line(message, 8000)
     print(message, flush=True)
     try:
         get_run_logger().info(message)
     except Exception:  # outside a run context
         pass
+
+
+class _RunLogText(logging.Filter):
+    """Run log records carry scene and model text: a task's exception message and traceback
+    (a scene's error, a model reply quoted in one), the lines `say` sends. Each record's
+    message and exception text are cleaned (mythloop.textsafe) before any handler, the
+    console's or the Prefect API's, sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that does not format stays as it is
+            return True
+        record.msg, record.args = clean_text(message), ()
+        if record.exc_info and record.exc_info[0] is not None:
+            # a formatter prints exc_text, formatted once here; exc_info stays, for the
+            # console filters that recognise an exception by its type (mythloop_app runtime)
+            record.exc_text = clean_text(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = clean_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = clean_text(record.stack_info)
+        return True
+
+
+_RUN_LOG_TEXT = _RunLogText()
+# the loggers Prefect's flow and task runs (and their engines) log to; a filter on the logger
+# runs before the record reaches any handler
+_RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs", "prefect.engine")
+for _name in _RUN_LOGGERS:
+    logging.getLogger(_name).addFilter(_RUN_LOG_TEXT)  # (the same filter is added once)
 
 
 def run_logger_info() -> Callable[[str], None] | None:

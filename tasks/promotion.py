@@ -13,6 +13,7 @@ from mythloop.promotion import evaluate, load_eval_prompts, trap_wins
 from mythloop.router.models import ModelStore
 from mythloop.router.tuning import TuneSettings, fine_tune, trusted_pairs
 from mythloop.skills import load_catalog
+from mythloop.sweep.injected import read_injected
 from mythloop.verdicts import VerdictStore
 from mythloop_tasks.common import mythloop_task
 
@@ -39,7 +40,9 @@ def train_candidate(store_path: str, pool: str, base: str, models_dir: str,
 @mythloop_task(name="evaluate_model", retries=0, task_run_name="evaluate {label}")
 def evaluate_model(model: str, pool: str, heldout_file: str, label: str) -> dict[str, Any]:
     """Held-out hit@1 / hit@5 per prompt and the fixture traps, for one model."""
-    figures = evaluate(model, load_catalog(Path(pool)), load_eval_prompts(Path(heldout_file)))
+    catalog = load_catalog(Path(pool))
+    injected = read_injected(Path(pool), set(catalog.names()))  # attack success, when any
+    figures = evaluate(model, catalog, load_eval_prompts(Path(heldout_file)), injected)
     return {**figures, "traps": trap_wins(model)}
 
 
@@ -47,14 +50,17 @@ def evaluate_model(model: str, pool: str, heldout_file: str, label: str) -> dict
 def record_decision(decision: dict[str, Any]) -> None:
     """The decision and both models' figures as a Prefect artifact."""
     cand, cur = decision["candidate"], decision["current"]
+    attack = "attack@1" in cand  # the pool held injected skills
     lines = [f"# Promotion: {'promoted' if decision['promote'] else 'rejected'} "
              f"{cand['model_id']}", "",
-             "| model | held-out hit@1 | held-out hit@5 | fixture traps won |",
-             "|---|---:|---:|---:|"]
+             "| model | held-out hit@1 | held-out hit@5 | fixture traps won |"
+             + (" attack success (top 1) |" if attack else ""),
+             "|---|---:|---:|---:|" + ("---:|" if attack else "")]
     for name, fig in (("candidate", cand), ("current", cur)):
         traps = decision["traps"][name]
         lines.append(f"| {name} `{fig['model_id']}` | {fig['hit@1']:.3f} | {fig['hit@5']:.3f} "
-                     f"| {sum(traps.values())} of {len(traps)} |")
+                     f"| {sum(traps.values())} of {len(traps)} |"
+                     + (f" {fig['attack@1']:.3f} |" if attack else ""))
     lines += ["", "Candidate - current, paired by prompt (95% interval):", ""]
     for metric, d in decision["difference"].items():
         interval = (f"[{d['lo']:+.3f}, {d['hi']:+.3f}]" if d["lo"] is not None else "(none)")

@@ -82,5 +82,5 @@ def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
     assert text.startswith("![poster](data:image/jpeg;base64,")  # shown without a server
     assert len(text.split(")", 1)[0]) < 60_000  # a thumbnail, not the full frame
     assert f"`{tmp_path / 'film.srt'}`" in text and f"`{tmp_path / 'film.vtt'}`" in text
-    assert "| scene-02 | clipped | 13.4 s (wait 4) | part 'a/b' | cut |" in text
+    assert "| scene-02 | clipped | 13.4 s (wait 4) | part 'a&#124;b' | cut |" in text
     assert "Kept after a failed repair:** scene-02 (repair-1: no recording)" in text

@@ -86,12 +86,25 @@ def test_sandboxed_render_reports_layout_findings(tmp_path):
     bad = render_scene(SCENES, scene="OffFrame", quality="l", out_dir=tmp_path / "bad",
                        timeout=240, layout=True)
     assert bad.ok, bad.message
-    assert {f.kind for f in bad.layout_findings} == {"off_frame", "overlap", "too_small"}
+    # the record's findings, and the formula cut by the right edge seen in the frames too
+    assert {f.kind for f in bad.layout_findings} == {"off_frame", "overlap", "too_small", "edge"}
+    [edge] = [f for f in bad.layout_findings if f.kind == "edge"]
+    assert "right edge" in edge.what and edge.at.startswith("frame ")
     assert Path(bad.video_path).is_file()
     assert (tmp_path / "bad" / "media" / "layout.json").is_file()  # the record is kept
     clean = render_scene(SCENES, scene="Clean", quality="l", out_dir=tmp_path / "ok",
                          timeout=240, layout=True)
     assert clean.ok and clean.layout_findings == []
+
+
+def _blank_mp4(path: Path) -> Path:
+    """Two seconds of an empty dark frame (ffmpeg's lavfi source)."""
+    import subprocess
+
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "color=c=0x0c0c0b:s=320x180:r=15:d=2", "-pix_fmt", "yuv420p", str(path)],
+                   check=True, timeout=60)
+    return path
 
 
 def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
@@ -101,15 +114,23 @@ def test_scene_cache_keeps_the_probe_record_and_judges_it_on_a_hit(tmp_path):
 
     record = {"pixel_height": 480, "probe_version": PROBE_VERSION, "snapshots": [{"at": "end", "t": 2.0, "frame": [14.2, 8.0],
               "items": [{"kind": "math", "label": "x", "box": [6.5, 0, 7.9, 0.4],
-                         "em_px": 30.0, "zoom": 1.0}]}]}
+                         "em_px": 30.0, "zoom": 1.0, "unknown": "x" * 1000}]}]}
     (tmp_path / "layout.json").write_text(json.dumps(record))
-    (tmp_path / "v.mp4").write_bytes(b"video")
+    video = _blank_mp4(tmp_path / "v.mp4")
     cache = SceneCache(tmp_path / "cache")
-    cache.put("k1", tmp_path / "v.mp4", layout_record=tmp_path / "layout.json")
-    cache.put("k2", tmp_path / "v.mp4")
+    cache.put("k1", video, layout_record=tmp_path / "layout.json")
+    cache.put("k2", video)
+    # judged again on a hit: the record's off_frame; the (empty) frames add nothing
     [finding] = cache.get_layout("k1")
     assert finding.kind == "off_frame" and "right edge" in finding.detail
+    assert "unknown" not in (tmp_path / "cache" / "k1.layout.json").read_text()  # known fields
     assert cache.get_layout("k2") is None  # no record kept: no check to report
+    # a record too large or malformed is not kept: a hit renders again
+    (tmp_path / "big.json").write_bytes(b" " * (5 << 20))
+    (tmp_path / "bad.json").write_text(json.dumps({**record, "pixel_height": "480"}))
+    for name in ("big", "bad"):
+        cache.put(name, video, layout_record=tmp_path / f"{name}.json")
+        assert cache.get(name) is not None and cache.get_layout(name) is None
 
 
 @pytest.mark.slow  # the records fixture: a manim pass per scene

@@ -107,8 +107,8 @@ def test_a_scene_cannot_make_tex_read_outside_the_render_dir(tmp_path, monkeypat
     assert "TEXREAD-OK" not in log
     served = any("formula cache" in line for line in result.isolation)
     assert served is (formula_cache == "on"), result.isolation
-    if served:  # the compile's TeX error, handed back to the scene (manim's own lines)
-        assert "LaTeX compilation error" in log, log[-3000:]
+    if served:  # refused by the parent before any latex ran, handed back to the scene
+        assert "LaTeX compilation error: refused" in log, log[-3000:]
     else:
         assert "Not reading from /etc/hostname (openin_any = p)" in log
         assert "TeX's file access changed (openin_any_latex)" in log
@@ -119,3 +119,24 @@ def test_a_scene_cannot_make_tex_read_outside_the_render_dir(tmp_path, monkeypat
 def test_the_pinned_settings_are_paranoid():
     assert TEX_FILE_ACCESS == {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
     assert tex_env("/tmp/mythloop-render")["TEXMFOUTPUT"] == "/tmp/mythloop-render"
+
+
+@pytest.mark.skipif(not TARGET.is_file(), reason="no /etc/machine-id here")
+def test_the_formula_compile_sandbox_refuses_file_reads_on_its_own(tmp_path):
+    """Under the parent's screen (above): the compile itself, handed a formula that reads a
+    file, runs latex with TeX's paranoid file access and reads nothing."""
+    from mythloop.mythos.sandbox import formula_cache as fc
+
+    service = fc.FormulaService(tmp_path, {"PATH": os.environ.get("PATH", "")},
+                                cache=tmp_path / "cache")
+    try:
+        tex = ("\\documentclass[preview]{standalone}\n\\begin{document}\n"
+               f"\\input{{{TARGET}}}\n\\end{{document}}\n")
+        assert "refused" in service.answer({"tex": tex, "compiler": "latex",
+                                            "format": ".dvi"})["log"]
+        svg, log = service._compile(tex)
+    finally:
+        service.close()
+    assert svg is None
+    assert "openin_any = p" in log or "not reading" in log.lower() or "!" in log, log
+    assert TARGET.read_text().strip() not in log

@@ -120,6 +120,82 @@ REJECT = {
     "format_map_computed": _scene("print(('{x' + '}').format_map({'x': 1}))"),
     "gc_objects": "import functools\n" + _scene("functools.gc.get_objects()"),
     "get_type_hints_alias": "import typing as t\n" + _scene("t.get_type_hints(self)"),
+    # routes found for issue 50, each real when run with plain manim (the scenes in
+    # tests/scenes/hostile do the harm); getattr with a literal is checked as the attribute
+    "getattr_lib_datasource": "import numpy as np\n" + _scene(
+        "getattr(np, 'lib').npyio.DataSource(None).open('/tmp/x', 'wb')"),
+    "getattr_literal_load": "import numpy as np\n" + _scene("getattr(np, 'load')('x.npy')"),
+    "getattr_default_module_path": "import numpy as np\n" + _scene(
+        "r = getattr(np, 'core', None).records"),
+    "getattr_nested": "import numpy as np\n" + _scene("getattr(getattr(np, 'lib'), 'npyio')"),
+    "setattr_tex_compiler": _scene("t = TexTemplate()\nsetattr(t, 'tex_compiler', 'sh')"),
+    "getattr_config_private": _scene("getattr(config, '_parser').read('/etc/hostname')"),
+    "reexported_numpy_path": _scene("r = mobject.geometry.arc.np.core"),
+    "assigned_module_alias": "import numpy as np\n" + _scene("n = np\nr = n.core"),
+    "tuple_and_walrus_alias": "import numpy as np\n" + _scene(
+        "n, k = np, 1\nr = n.core\n(m := np)\nq = m.core"),
+    "module_as_parameter": "import numpy as np\n" + _scene("(lambda m: m.lib)(np)"),
+    "savez_any_receiver": "import numpy as np\n" + _scene("[np][0].savez('x', a=1)"),
+    "datasource_name": _scene("DataSource(None)"),
+    "ctypeslib_load_library": "import numpy as np\n" + _scene(
+        "n = np\nn.ctypeslib.load_library('libc.so.6', '/lib')"),
+    "private_attr_of_other": _scene("x = self.renderer._skipping"),
+    "config_parser_private": _scene("config._parser.read('/etc/hostname')"),
+    "config_digest_file": _scene("config.digest_file('/tmp/x.cfg')"),
+    "config_computed_key": _scene("config['media' + '_dir'] = '/tmp/x'"),
+    "tempconfig_computed_key": _scene("with tempconfig({'media' + '_dir': '/tmp'}):\n    pass"),
+    "config_update_variable": _scene("config.update(opts)"),
+    "tex_template_kwargs": _scene("TexTemplate(**opts)"),
+    "camera_image_save": _scene("self.camera.get_image().save('/tmp/x.png')"),
+    "mobject_save_image": _scene("Circle().save_image('/tmp/x')"),
+    "mobject_show": _scene("Circle().show()"),
+    "image_show_camera": _scene("Circle().show(self.camera)"),
+    "show_frame_viewer": _scene("self.renderer.show_frame(self)"),
+    "cairo_write_to_png": _scene("ctx.get_target().write_to_png('/tmp/x.png')"),
+    "cairo_context": _scene("ctx = self.camera.get_cairo_context(self.camera.pixel_array)"),
+    "pango_text2svg": _scene("mobject.text.text_mobject.MarkupUtils.text2svg()"),
+    "pygments_formatter": _scene("f = mobject.text.code_mobject.HtmlFormatter(cssfile='x')"),
+    "shader_folder_path": _scene("p = type(renderer.shader.SHADER_FOLDER)('/tmp/x')"),
+    "scene_loader": _scene("scene.scene.scene_classes_from_file(p)"),
+    "tex_to_svg_file": _scene("mobject.text.tex_mobject.tex_to_svg_file('x')"),
+    "console_pager": _scene("with console.pager():\n    pass"),
+    "console_as_value": _scene("c = console"),
+    "plugins_star_name": _scene("p = plugins"),
+    "file_ops_star_names": _scene("modify_atime('/etc/hostname')\nget_plugins()"),
+    "svg_file_name": _scene("b = Brace(Line())\nb.file_name = '/etc/x.svg'"),
+    "warnings_reexport": _scene(
+        "animation.animation.mobject.warnings.formatwarning('', Warning, '/etc/hostname', 1)"),
+    "formatwarning_any_receiver": _scene("w.formatwarning('', Warning, '/etc/hostname', 1)"),
+    "text_file_path": _scene("p = type(Text('x').get_file_path())('/tmp/v').rename('/tmp/w')"),
+    "camera_background_image": _scene("self.camera.background_image = '/tmp/secret.png'"),
+    "camera_background_kw": _scene("c = Camera(background_image='/tmp/secret.png')"),
+    "segment_cache_cleaner": _scene("utils.caching.clear_segment_cache(d)"),
+    "from_import_io_name": "from manim.utils.caching import clear_segment_cache\n" + _scene("pass"),
+    "numpy_test_module": "from numpy.random.tests.test_extending import module_from_spec\n"
+                         + _scene("pass"),
+    "numpy_testutils": "from numpy.ma import testutils\n" + _scene("pass"),
+    "numpy_mrecords": "import numpy.ma.mrecords as r\n" + _scene("r.fromtextfile('/etc/x')"),
+    "tex_template_from_file": _scene("t = TexTemplate.from_file('/etc/hostname')"),
+    "shader_file_reader": _scene("renderer.shader_wrapper.get_shader_code_from_file(p)"),
+    "numpy_mypy_plugin": "import numpy.typing.mypy_plugin as m\n" + _scene("x = m.mypy"),
+    "match_class_keyword": "import numpy as np\n" + _scene(
+        "match np:\n    case object(save=store):\n        store('x.npy', [1])"),
+    "match_nested_keyword": "import numpy as np\n" + _scene(
+        "match np:\n    case object(core=object(records=r)):\n        pass"),
+    "module_name_on_parameter": "def f(m):\n    return m.warnings.formatwarning\n",
+    "manim_io_module_on_parameter": "def f(m):\n    return m.tex_file_writing.tex_hash\n",
+    "hook_modify_xml_tree": "from manim import *\n\nclass T(Text):\n"
+                            "    def modify_xml_tree(self, tree):\n        return tree\n",
+    "hook_text2svg": "from manim import *\n\nclass T(Text):\n"
+                     "    def _text2svg(self, color):\n        return '/tmp/x.svg'\n",
+    "parsed_tree_write": "def f(tree):\n    tree.write('/tmp/x.svg')\n",
+    "image_object_array_max": _scene("ImageMobject(np.array(['p.png']).astype(object).max())"),
+    "image_string_array_take": _scene("ImageMobject(np.full((1,), 'p.png').take(0))"),
+    "image_str_dtype_view": _scene(
+        "ImageMobject(np.array([112, 46], dtype=np.uint32).view('U2').min())"),
+    "image_object_dtype": _scene("ImageMobject(np.zeros((2, 2), dtype=object))"),
+    "latex_csname_input": _scene(r"MathTex(r'\csname input\endcsname{/etc/hostname}')"),
+    "latex_input_if_exists": _scene(r"Tex(r'\InputIfFileExists{/etc/hostname}{}{}')"),
 }
 
 
@@ -171,6 +247,42 @@ ACCEPT = {
                           "def f(x: int) -> list[int]:\n    return [x]\n" + _scene("pass"),
     "type_annotations": "def f(x: int, y: float = 1.0) -> tuple[int, float]:\n"
                         "    return x, y\n" + _scene("pass"),
+    # look-alikes of the issue-50 rules
+    "getattr_literal_safe_module": "import numpy as np\n" + _scene(
+        "d = getattr(np, 'linalg').norm([3, 4])\ne = getattr(np, 'pi', 3.14)"),
+    "setattr_literal_public": _scene("c = Circle()\nsetattr(c, 'fill_opacity', 0.5)"),
+    "assigned_module_alias_safe": "import numpy as np\n" + _scene(
+        "n = np\nd = n.linalg.norm([1, 2])\nm, k = np, 2\ne = m.cos(k)"),
+    "reexported_numpy_math": _scene("x = mobject.geometry.arc.np.pi"),
+    "private_attr_of_self": _scene("self._count = 1\nx = self._count + 1"),
+    "config_literal_settings": _scene(
+        "config['frame_rate'] = 30\nconfig.update({'frame_rate': 30})\n"
+        "with tempconfig({'frame_rate': 30}):\n    pass\nw = config.frame_width"),
+    "tex_template_by_name": _scene("t = TexTemplate(preamble=r'\\usepackage{amsmath}')\n"
+                                   "MathTex('x', tex_template=t)"),
+    "save_and_restore_state": _scene("c = Circle()\nc.save_state()\nc.restore()"),
+    "caption_lane_show": "from manim import *\nfrom mythloop.scenekit import CaptionLane\n"
+                         + _scene("lane = CaptionLane(self)\nlane.show('a caption')\n"
+                                  "lane.show(text='again', color=RED)\n"
+                                  "self.lane = lane\nself.lane.show('x', color=BLUE)"),
+    "latex_words_like_readers": _scene(r"Tex(r'\textbf{input} and \inputlineno')"),
+    "text_mentions_file_name": _scene("Text('file_name: scene.py, save, load')"),
+    "match_class_safe_attrs": _scene("match Circle():\n    case Circle(radius=r):\n"
+                                     "        pass\n    case [a, b] | {'k': a}:\n        pass"),
+    "own_attribute_named_like_a_module": _scene("self.code = Code(code_string='x = 1')\n"
+                                                "self.add(self.code)"),
+    "text_subclass_own_methods": "from manim import *\n\nclass T(Text):\n"
+                                 "    def __init__(self, text, **kw):\n"
+                                 "        super().__init__(text, font_size=30, **kw)\n\n"
+                                 "    def get_label(self):\n        return self.text\n"
+                                 + _scene("self.play(Write(T('x')))"),
+    "image_numeric_dtypes": _scene(
+        "ImageMobject(np.zeros((2, 2), dtype='uint8'))\n"
+        "ImageMobject((np.linspace(0, 1, 8, endpoint=False) * 255).astype(np.uint8))\n"
+        "ImageMobject(np.stack([np.zeros((2, 2)), np.ones((2, 2))], axis=-1))"),
+    "from_import_safe_names": "from manim.utils.rate_functions import smooth\n"
+                              "from manim.utils.color import core\nimport numpy.ma as ma\n"
+                              + _scene("m = ma.masked_array([1, 2], mask=[0, 1])"),
 }
 
 
@@ -285,3 +397,106 @@ def test_cli_render_unknown_scene_is_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "'Nope'" in lines[0] and "(S)" in lines[0], proc.stderr
     assert not out.exists()
+
+
+# Walks every attribute chain a scene can write from what it may name (the star import,
+# the allowed modules, the submodules of manim and numpy it may import) down manim's and
+# numpy's modules and classes, and lists the chains
+# that reach a module or object doing file, process or code-loading I/O yet pass verify
+# (as `x = chain`; `getattr(x, "name")` is checked as `x.name`, so one form covers both).
+# cairo and PIL are left out: what they expose this way (cairo.Context, PIL enums) does no
+# I/O by itself, and the calls that do (write_to_png, get_image, save) are rejected by name.
+_IO_WALK = r'''
+import importlib, types, configparser, pathlib
+import manim
+from mythloop.mythos.sandbox import sandbox_policy as P
+from mythloop.mythos.sandbox.verify import verify_scene
+
+IO = ("os", "posix", "io", "_io", "pathlib", "shutil", "subprocess", "tempfile", "pickle",
+      "_pickle", "socket", "ctypes", "importlib", "glob", "sys", "warnings", "linecache",
+      "configparser", "contextlib", "runpy", "inspect", "gc", "pygments.formatters",
+      "manimpango", "watchdog.observers", "numpy.lib._npyio_impl", "numpy.lib.npyio",
+      "numpy.lib._format_impl", "numpy.lib.format", "numpy.lib._datasource",
+      "numpy.ctypeslib", "numpy.f2py", "numpy.testing", "numpy._core.records",
+      "manim.utils.file_ops", "manim.utils.commands", "manim.utils.module_ops",
+      "manim.utils.tex_file_writing", "manim.utils.typst_file_writing", "manim.plugins",
+      "manim.scene.scene_file_writer", "manim.cli", "manim.utils.ipython_magic")
+HARMLESS = ("importlib.metadata",)  # version lookups
+# names of I/O modules that do none: an ABC, context helpers, a settings record
+INERT = {"os.PathLike", "contextlib.suppress", "contextlib.contextmanager",
+         "manimpango.cmanimpango.TextSetting"}
+
+# modules outside the allowed ones that a module may hold and that do no I/O
+INERT_MODULES = set(P.ALLOWED_IMPORT_ROOTS) | {
+    "re", "keyword", "copy", "textwrap", "colorsys", "datetime", "time", "hashlib", "queue",
+    "string", "heapq", "bisect", "weakref", "operator"}
+
+def does_io(obj):
+    if isinstance(obj, (pathlib.PurePath, configparser.RawConfigParser)):
+        return True
+    if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in INERT_MODULES:
+        return True  # anything else a module holds (mypy, ast, ...) is a way out
+    if f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}" in INERT:
+        return False
+    name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    if not isinstance(name, str) or name.startswith(HARMLESS):
+        return False
+    return any(name == m or name.startswith(m + ".") for m in IO)
+
+found, seen = [], set()
+def walk(obj, chain, header, depth):
+    for name in dir(obj):
+        if name.startswith("__") or depth > 4:
+            continue
+        try:
+            child = getattr(obj, name)
+        except Exception:
+            continue
+        path = chain + [name]
+        if does_io(child):
+            found.append((header, ".".join(path)))
+        root = getattr(child, "__name__", "") if isinstance(child, types.ModuleType) else \
+            getattr(child, "__module__", "") if isinstance(child, type) else ""
+        if str(root).split(".")[0] in ("manim", "numpy") and id(child) not in seen:
+            seen.add(id(child))
+            walk(child, path, header, depth + (1 if isinstance(child, types.ModuleType) else 2))
+
+ns = {}
+exec("from manim import *", ns)
+for name, value in ns.items():
+    if not name.startswith("__"):
+        if does_io(value):
+            found.append(("from manim import *\n", name))
+        seen.add(id(value))
+        walk(value, [name], "from manim import *\n", 1)
+for root in sorted(P.ALLOWED_IMPORT_ROOTS - {"__future__", "manim", "colour"}):
+    walk(importlib.import_module(root), [root], f"import {root}\n", 1)
+# and every submodule of manim and numpy that verify lets a scene import
+import contextlib, io, numpy, pkgutil
+for pkg in (manim, numpy):
+    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if verify_scene(f"import {info.name}\n").ok:
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    module = importlib.import_module(info.name)
+            except Exception:
+                continue
+            walk(module, [info.name], f"import {info.name}\n", 1)
+print(len(found))
+for header, chain in found:
+    if verify_scene(header + f"x = {chain}\n").ok:
+        print(chain)
+    # the same lookups below a module handed to code verify cannot follow (a parameter,
+    # a list item): the names alone must give them away
+    root, _, rest = chain.partition(".")
+    root_is_module = header.startswith("import") or isinstance(ns.get(root), types.ModuleType)
+    if rest and root_is_module and verify_scene(f"def f(q):\n    return q.{rest}\n").ok:
+        print("param:" + chain)
+'''
+
+
+def test_no_chain_from_what_a_scene_may_name_reaches_io():
+    out = subprocess.run([sys.executable, "-c", _IO_WALK], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert int(out[0]) > 100  # the walk found the I/O a scene could reach
+    assert out[1:] == []

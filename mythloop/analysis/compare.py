@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mythloop.analysis.attack import collateral
 from mythloop.analysis.compute import HEADLINE, compute_metrics
 from mythloop.analysis.conclusion import MIN_REPLICATES, claim
 from mythloop.analysis.core import _threshold
@@ -34,8 +35,8 @@ __all__ = ["CompareError", "Comparison", "Side", "compare", "render_markdown", "
            "side_from_night", "table_rows"]
 
 # Named before any figure when they differ (prompt_set refuses the comparison).
-CONFIG_FIELDS = ("pool", "prompts_file", "judge", "noise", "model", "embedder", "rounds",
-                 "replicates", "conditions", "seed")
+CONFIG_FIELDS = ("pool", "prompts_file", "judge", "noise", "persuade", "model", "embedder",
+                 "rounds", "replicates", "conditions", "seed")
 LABELS = dict(HEADLINE)
 
 
@@ -55,6 +56,10 @@ class Side:
     # cond -> metric -> {"prompts": [...], "replicates": [...], "values": prompts x replicates}
     units: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     results_dir: str = ""
+    injected: dict[str, Any] = field(default_factory=dict)
+    """The sweep's injected skills (sweep.json), when its pool held any."""
+    persuade: float = 0.0
+    """The simulated judge's probability of following an injection."""
 
     @property
     def series(self) -> str:
@@ -92,7 +97,8 @@ def side_from_metrics(metrics: dict[str, Any], label: str, results_dir: str = ""
         raise CompareError(f"{results_dir or label}: {exc}") from None
     return Side(label=label, fields=fields, last_round=int(last), values=values,
                 night=sweep.finished_utc or "", results_dir=results_dir,
-                units=metrics.get("last_round_units") or {})
+                units=metrics.get("last_round_units") or {}, injected=dict(sweep.injected),
+                persuade=float(sweep.judge_options.get("persuade") or 0.0))
 
 
 def side_from_dir(results_dir: Path) -> Side:
@@ -121,6 +127,9 @@ class Comparison:
     config_differences: list[dict[str, Any]]
     paired: bool
     rows: list[dict[str, Any]] = field(default_factory=list)
+    attack: list[dict[str, Any]] = field(default_factory=list)
+    """Per condition and round: collateral (B - A held-out hit@1) and attack success on each
+    side (mythloop.analysis.attack), when either sweep's pool held injected skills."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +142,7 @@ class Comparison:
             else "paired by prompt (different replicates or replicate seeds)",
             "min_replicates": MIN_REPLICATES,
             "rows": self.rows,
+            **({"attack": self.attack} if self.attack else {}),
         }
 
     @property
@@ -213,7 +223,19 @@ def compare(a: Side, b: Side) -> Comparison:
             comparison.rows.append({"cond": cond, "metric": key, "label": label,
                                     "a": _summary(key, va, ua), "b": _summary(key, vb, ub),
                                     "difference": d, "verdict": word, "note": note})
+    comparison.attack = _attack(a, b)
     return comparison
+
+
+def _attack(a: Side, b: Side) -> list[dict[str, Any]]:
+    """Collateral of B against A per condition and round, when either pool held injected
+    skills and both results dirs can still be read (a night's may be gone)."""
+    if not (a.injected or b.injected) or not (a.results_dir and b.results_dir):
+        return []
+    try:
+        return collateral(load_results(Path(a.results_dir)), load_results(Path(b.results_dir)))
+    except (AnalysisError, ValueError, OSError):
+        return []
 
 
 def table_rows(comparison: Comparison) -> list[dict[str, str]]:
@@ -248,8 +270,31 @@ def render_markdown(comparison: Comparison) -> str:
         lines.append("| " + " | ".join(rows[0]) + " |")
         lines.append("|" + "---|" * len(rows[0]))
         lines += ["| " + " | ".join(r.values()) + " |" for r in rows]
+    lines += _attack_lines(comparison)
     worse = [f"{r['cond']} {r['label']}" for r in comparison.rows if r["verdict"] == "worse"]
     better = [f"{r['cond']} {r['label']}" for r in comparison.rows if r["verdict"] == "better"]
     lines += ["", f"**Worse**: {', '.join(worse) or 'nothing'}. "
               f"**Better**: {', '.join(better) or 'nothing'}.", ""]
     return "\n".join(lines)
+
+
+def _attack_lines(comparison: Comparison) -> list[str]:
+    """The attack section of compare.md: collateral and attack success, per round."""
+    if not comparison.attack:
+        return []
+    a, b = comparison.a, comparison.b
+    rows = [[r["cond"], str(r["round"] + 1), fmt(r["clean"]), fmt(r["attacked"]),
+             fmt(r["collateral"], sign=True),
+             fmt(r.get("clean attack.heldout.top1_rate")),
+             fmt(r.get("attacked attack.heldout.top1_rate"))] for r in comparison.attack]
+    header = ["cond", "round", "A hit@1 (held-out)", "B hit@1 (held-out)",
+              "collateral B - A [95% CI]", "A attack success top-1",
+              "B attack success top-1"]
+    return ["", "## Attack: collateral and attack success", "",
+            f"A's judge followed an injection with probability {a.persuade:g}, B's with "
+            f"{b.persuade:g}. Collateral: B's held-out hit@1 (the right skills) minus A's, "
+            "paired by prompt (and replicate when the replicate seeds match); attack success: "
+            "the share of held-out prompts whose top 1 holds an injected skill that is not "
+            "the right one. Rounds are labelled from 1.", "",
+            "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows)]

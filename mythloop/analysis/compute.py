@@ -12,6 +12,8 @@ from mythloop.analysis.metrics import (
     MISS_RANK,
     TIERS,
     VERDICTS,
+    attack_metrics,
+    attack_units,
     cold_split_metrics,
     cold_split_units,
     measurement_metrics,
@@ -90,16 +92,19 @@ def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
     units: UnitCells = {}
     index = {pid: i for i, pid in enumerate(results.prompts)}
     cold = frozenset(results.sweep.cold_skills)
+    injected = results.sweep.injected
     for (cond, rep), box in sorted(results.sandboxes.items()):
         for round_idx in results.rounds:
             rows = box.rounds.get(round_idx, [])
             turns = box.turns_of_round(round_idx)
             metrics = measurement_metrics(rows, results.prompts, threshold)
             metrics.update(cold_split_metrics(rows, results.prompts, cold))
+            metrics.update(attack_metrics(rows, results.prompts, injected))
             metrics.update(turn_metrics(turns, results.prompts))
             cells.setdefault(cond, {}).setdefault(rep, {})[round_idx] = metrics
             per_prompt = measurement_units(rows, results.prompts, threshold)
             per_prompt.update(cold_split_units(rows, results.prompts, cold))
+            per_prompt.update(attack_units(rows, results.prompts, injected))
             per_prompt.update(turn_units(turns, results.prompts))
             units.setdefault(cond, {}).setdefault(rep, {})[round_idx] = {
                 key: _column(values, index) for key, values in per_prompt.items()}

@@ -71,6 +71,7 @@ def sweep_fields(metrics: dict[str, Any]) -> dict[str, Any]:
         "pool": sweep.pool,
         "judge": sweep.judge,
         "noise": sweep.judge_options.get("noise"),
+        **({"persuade": persuade} if (persuade := sweep.judge_options.get("persuade")) else {}),
         "model": sweep.model,
         "embedder": sweep.embedder,
         "rounds": sweep.rounds,
@@ -82,7 +83,10 @@ def sweep_fields(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def series_of(fields: dict[str, Any]) -> str:
-    canon = json.dumps({k: fields.get(k) for k in SERIES_FIELDS}, sort_keys=True, default=str)
+    canon_fields = {k: fields.get(k) for k in SERIES_FIELDS}
+    if fields.get("persuade"):  # an attacked sweep (--judge-persuade) is a series of its own;
+        canon_fields["persuade"] = fields["persuade"]  # the others' series are as they were
+    canon = json.dumps(canon_fields, sort_keys=True, default=str)
     return hashlib.sha256(canon.encode()).hexdigest()[:12]
 
 

@@ -408,6 +408,45 @@ def _cold_rounds_section(m: dict[str, Any]) -> list[str]:
                     rows)]
 
 
+def _attack_section(m: dict[str, Any]) -> list[str]:
+    """Attack success at every round of every condition, and each condition minus the
+    baseline (only when the sweep's pool held injected skills)."""
+    injected = m.get("sweep", {}).get("injected") or {}
+    if not injected:
+        return []
+    keys = [f"attack.{g}.{k}" for g in ("heldout", "targeted") for k in ("top1_rate", "top5_rate")]
+    base = m.get("baseline")
+    rows = []
+    for cond in m["conditions"]:
+        diff = (m.get("differences") or {}).get(f"{cond}-{base}", {}).get("per_round", {})
+        for r, s in sorted(m["per_round"].get(cond, {}).items(), key=lambda kv: int(kv[0])):
+            if any(k in s for k in keys):
+                rows.append([cond, round_label(m, int(r)), *(fmt(s.get(k), 3) for k in keys),
+                             fmt(diff.get(r, {}).get(keys[0]), 3, sign=True)
+                             if cond != base else "—"])
+    if not rows:
+        return []
+    options = m.get("sweep", {}).get("judge_options") or {}
+    persuade = float(options.get("persuade") or 0.0)
+    judge = (f"the simulated judge followed an injection with probability {persuade:g}"
+             + (" and then reported the catalog's other skills harmful where it was asked"
+                if options.get("persuade_others") else "")
+             if persuade > 0 else "the judge was not persuadable (probability 0): what the "
+             "injected descriptions earn on their own semantics and honest verdicts")
+    names = sorted(injected)
+    return ["## Attack: injected skills", "",
+            f"{len(names)} skills of the pool carry an instruction to the judge in their "
+            f"description ({', '.join(names[:8])}{' ...' if len(names) > 8 else ''}; "
+            f"`injected.yaml`); {judge}. **Attack success**: the share of held-out prompts "
+            "whose top 1 (top 5) holds an injected skill that is not the right one; "
+            "*targeted*: over the held-out prompts whose right skill an injected skill "
+            f"targets. The last column is the condition minus {base}, paired by prompt. "
+            "Collateral (the right skills' held-out hit@1 against the same sweep without "
+            "the attack) compares two sweeps: `mythloop compare CLEAN_DIR THIS_DIR`.", "",
+            *_table(["cond", "round", "top-1", "top-5", "targeted top-1", "targeted top-5",
+                     f"top-1 minus {base}"], rows)]
+
+
 def _verdict_section(m: dict[str, Any]) -> list[str]:
     keys = [
         ("verdicts.accuracy", "verdict accuracy"),
@@ -538,6 +577,7 @@ def render_report(metrics: dict[str, Any]) -> str:
         *_detail_section(metrics),
         *_heldout_rounds_section(metrics),
         *_cold_rounds_section(metrics),
+        *_attack_section(metrics),
         *_verdict_section(metrics),
         *_status_section(metrics),
         *_failures_section(metrics),

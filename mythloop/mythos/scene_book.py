@@ -36,6 +36,7 @@ from mythloop.mythos.scene_policy import (
     good_from,
     last_line,
 )
+from mythloop.textsafe import clean_line
 
 __all__ = ["SceneBook"]
 
@@ -45,7 +46,7 @@ class _Say(Protocol):
 
 
 def _print(message: str) -> None:
-    print(message, flush=True)
+    print(clean_line(message, 8000), flush=True)  # (labels and errors come from the scene)
 
 
 class SceneBook:

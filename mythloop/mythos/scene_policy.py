@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple
 
 from mythloop.mythos.code.scenes import SceneUnit
 from mythloop.mythos.sandbox.layout import Finding, format_findings
+from mythloop.textsafe import clean_line
 
 __all__ = ["NO_REPAIR_KINDS", "FilmFailed", "SceneFailed", "Good", "RepairRules", "RenderView",
            "Step", "after_verify", "after_render", "before_repair", "last_line", "good_from",
@@ -30,15 +31,24 @@ NO_REPAIR_KINDS = {"timeout": "a render timeout is a budget problem, not a code 
                    "interrupted": "Ctrl-C or SIGTERM stopped the render, not the scene"}
 
 
+# A scene's or a film's error quotes scene and model text (a render's error line, a layout
+# finding's label); it reaches the terminal, the Prefect log and the run's state message:
+# cleaned of escapes and control characters (mythloop.textsafe) when the error is made.
+ERROR_CHARS = 8000
+
+
 class FilmFailed(RuntimeError):
     """The film could not be finished; the message says why and where the run dir is."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clean_line(message, ERROR_CHARS))
 
 
 class SceneFailed(RuntimeError):
     """One scene could not be rendered (after its repairs, or for an environment problem)."""
 
     def __init__(self, unit: SceneUnit, message: str, kind: str = "scene_error") -> None:
-        super().__init__(message)
+        super().__init__(clean_line(message, ERROR_CHARS))
         self.unit, self.kind = unit, kind
 
 

@@ -1,7 +1,10 @@
 """The film's summary for the Prefect UI, as markdown: steps, scenes, verify, the poster,
 links to the film and its subtitles, layout findings, scenes kept after a failed repair.
 
-Plain text from the manifest (a FilmManifest); the flow publishes it as an artifact.
+Plain text from the manifest (a FilmManifest); the flow publishes it as an artifact. Every
+value from the manifest is data, not markup: a label, an error or a name a scene or a model
+chose is cleaned and escaped (mythloop.textsafe), so that no image, link or HTML of theirs
+reaches the Prefect UI; paths show as code spans.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from pathlib import Path
 
 from mythloop.mythos.media.avmux import thumbnail_data_url
 from mythloop.mythos.records import FilmManifest
-from mythloop.mythos.sandbox.layout import findings_table
+from mythloop.mythos.sandbox.layout import Finding, findings_table
 from mythloop.preview import preview_url_for
+from mythloop.textsafe import md_code, md_text
 
 __all__ = ["FilmSummary", "film_summary", "watch_lines", "link"]
 
@@ -30,8 +34,8 @@ def link(path: str | None) -> str:
     """A markdown link to a run file: its preview address while `serve` runs, else its path."""
     if not path:
         return ""
-    url = preview_url_for(Path(path))
-    return f"[{Path(path).name}]({url})" if url else f"`{path}`"
+    url = preview_url_for(Path(path))  # (a %-quoted path on the preview server)
+    return f"[{md_text(Path(path).name)}]({url})" if url else md_code(path)
 
 
 def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | None) -> list[str]:
@@ -52,52 +56,62 @@ def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | Non
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
                   f"| {link(data.video_path)} | {link(subtitles.srt if subtitles else None)} | "
                   f"{link(subtitles.vtt if subtitles else None)} | {link(data.poster)} |", ""]
-    lines += findings_table([(s.label or f"scene-{s.index or 0:02d}", f) for s in data.scenes for f in (s.layout or [])])
+    lines += findings_table([(md_text(s.label or f"scene-{s.index or 0:02d}"), _escaped(f))
+                             for s in data.scenes for f in (s.layout or [])])
     for scene in data.scenes:
         if scene.failed_repair:
-            lines.append(f"**Kept after a failed repair:** {scene.label} "
-                         f"(repair-{scene.failed_repair.get('attempt')}: "
-                         f"{scene.failed_repair.get('error')})")
+            lines.append(f"**Kept after a failed repair:** {md_text(scene.label)} "
+                         f"(repair-{md_text(scene.failed_repair.get('attempt'))}: "
+                         f"{md_text(scene.failed_repair.get('error'))})")
     return lines
 
 
-def _shown(value: object) -> object:
-    return "" if value is None else value
+def _escaped(finding: Finding) -> Finding:
+    """A layout finding whose texts (a scene's labels, from the scene's own record) are
+    markdown that shows them as they are."""
+    return finding.model_copy(update={"at": md_text(finding.at, 200),
+                                      "what": md_text(finding.what, 500),
+                                      "detail": md_text(finding.detail, 500)})
+
+
+def _shown(value: object) -> str:
+    return "" if value is None else md_text(value) if isinstance(value, str) else str(value)
 
 
 def film_summary(data: FilmManifest, run_dir: Path) -> FilmSummary:
     """A markdown summary of one film (finished or not) from its manifest."""
     rows = ["| step | seconds | cached | retried | model |", "|---|---|---|---|---|"]
     for stage in data.stages:
-        rows.append(f"| {stage.stage} | {_shown(stage.seconds)} | "
+        rows.append(f"| {md_text(stage.stage)} | {_shown(stage.seconds)} | "
                     f"{'yes' if stage.cached else ''} | "
                     f"{'yes' if stage.retried else ''} | {_shown(stage.model)} |")
     check = data.static_check
-    verified = ("not run" if check is None else "passed" if check.passed else check.detail)
+    verified = ("not run" if check is None else "passed" if check.passed
+                else md_text(check.detail))
     lines = [
-        f"# Film: {data.prompt}",
-        f"Backend **{data.backend}**"
+        f"# Film: {md_text(data.prompt)}",
+        f"Backend **{md_text(data.backend)}**"
         + (" (offline stand-ins, not a model)" if data.offline else "")
         + (" (replayed recordings, not a live model)" if data.replay else "")
-        + f", model `{data.model}`, model calls: {data.model_calls}.",
+        + f", model {md_code(data.model)}, model calls: {data.model_calls}.",
         "", *rows, "",
         f"**Verify:** {verified}",
         f"**Renders:** {len(data.renders)}; **repairs:** {len(data.repairs)}",
         *([f"**Scenes:** {len(data.scenes)}", "",
            "| scene | class | ok | cache | render s | attempts | repairs |",
            "|---|---|---|---|---|---|---|"]
-          + [f"| {s.label} | {s.name} | {s.ok} | {s.cache} | "
+          + [f"| {md_text(s.label)} | {md_text(s.name)} | {s.ok} | {md_text(s.cache)} | "
              f"{s.render_seconds} | {s.attempts} | {len(s.repairs)} |"
              for s in data.scenes] + [""] if data.scenes else []),
-        f"**Video:** `{data.video_path}`" if data.video_path else
-        f"**No video.** {(data.failed or {}).get('error', '')}",
-        f"**Run dir:** `{run_dir}`",
+        f"**Video:** {md_code(data.video_path)}" if data.video_path else
+        f"**No video.** {md_text((data.failed or {}).get('error', ''), 4000)}",
+        f"**Run dir:** {md_code(run_dir)}",
     ]
     video_url = preview_url_for(Path(data.video_path)) if data.video_path else None
     poster_url = preview_url_for(Path(data.poster)) if data.poster else None
     if data.subtitles:
         lines.insert(-2, f"**Subtitles:** {data.subtitles.cues} cues "
                          f"({'burnt in' if data.subtitles.burnt else 'soft track'}); "
-                         f"**voice:** {(data.voice and data.voice.engine) or 'none'}")
+                         f"**voice:** {md_text((data.voice and data.voice.engine) or 'none')}")
     lines[-2:-2] = watch_lines(data, video_url, poster_url)
     return FilmSummary("\n".join(lines), video_url, poster_url)

@@ -236,6 +236,8 @@ class ConditionRun:
             extra = {} if self.config.judge == "oracle" else {
                 "noise": options.noise, "omit_rate": options.omit_rate,
                 "invent_rate": options.invent_rate}
+            if options.persuade > 0:  # the threat model (docs/blend.md); an oracle is honest
+                extra.update(persuade=options.persuade, persuade_others=options.persuade_others)
             return get_backend(self.config.judge, tiers=tiers, expected=expected,
                                seed=self.seed, **extra)
         kwargs = {k: v for k, v in {"model": options.model, "command": options.command}.items()

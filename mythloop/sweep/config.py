@@ -66,6 +66,13 @@ class JudgeOptions(BaseModel):
     """Simulated judge: probability that a tag it should emit is left out."""
     invent_rate: float = Field(0.02, ge=0.0, le=1.0)
     """Simulated judge: probability of an extra tag naming an invented skill."""
+    persuade: float = Field(0.0, ge=0.0, le=1.0)
+    """Simulated judge, threat model: probability that it follows an instruction to the
+    judge found in a catalog skill's description (the skill reported HELPFUL whenever shown;
+    mythloop/llm/simulated.py). 0: off, every answer as before the setting existed."""
+    persuade_others: bool = False
+    """Simulated judge, with `persuade`: a persuaded judge also reports the catalog's other
+    skills HARMFUL when the injection asks for it."""
     model: str | None = None
     """Model name for a real backend (each backend has its own default)."""
     command: str | None = None
@@ -170,6 +177,10 @@ class SweepConfig(BaseModel):
         keep = self.model_dump(mode="json", exclude={"results_dir", "rounds", *_PLACEMENT})
         keep["pool"] = str(self.resolved_pool())
         keep["prompts_file"] = str(self.resolved_prompts_file())
+        judge = keep["judge_options"]
+        for key, off in (("persuade", 0.0), ("persuade_others", False)):
+            if judge.get(key) == off:
+                judge.pop(key)  # sweeps from before the threat model resume as they were
         if self.heldout_file is None:
             keep.pop("heldout_file", None)  # sweeps from before the option resume as they were
         for key in ("cold_skills", "cold_skills_file", "add_skills_at"):

@@ -20,6 +20,7 @@ from mythloop.sweep.config import (
     ranking_settings,
     resolve_cold_skills,
 )
+from mythloop.sweep.injected import read_injected
 from mythloop.sweep.records import SweepRecordError, read_sweep_record
 
 __all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
@@ -43,6 +44,8 @@ class CheckedInputs:
     file_seed: int
     cold_skills: tuple[str, ...] = ()
     """The skills held back (--cold-skills), sorted."""
+    injected: dict[str, list[str]] | None = None
+    """The pool's injected skills and their targets (`<pool>/injected.yaml`), or None."""
 
     def catalog_issues(self) -> list[dict[str, str]]:
         """The invalid SKILL.md files left out of the pool, as sweep.json records them."""
@@ -66,8 +69,12 @@ def check_inputs(config: SweepConfig) -> CheckedInputs:
         raise InputError(one_line(exc)) from None
     _check_prompts_against_pool(prompts, catalog, path, config.resolved_pool())
     cold = _check_cold_skills(config, catalog, file_seed)
+    try:
+        injected = read_injected(config.resolved_pool(), set(catalog.names()))
+    except ValueError as exc:
+        raise InputError(one_line(exc)) from None
     _check_results_dir(config)
-    return CheckedInputs(catalog, prompts, file_seed, tuple(cold))
+    return CheckedInputs(catalog, prompts, file_seed, tuple(cold), injected or None)
 
 
 def _check_cold_skills(config: SweepConfig, catalog: Catalog, file_seed: int) -> list[str]:
@@ -204,8 +211,11 @@ def judge_label(config: SweepConfig, levels: list[float] | None = None) -> str:
     if config.judge == "simulated":
         noise = (f"noise levels {', '.join(f'{x:g}' for x in levels)}" if levels
                  else f"noise {options.noise:g}")
+        attack = (f"; persuaded by an injected description with probability "
+                  f"{options.persuade:g}{' (others reported harmful)' if options.persuade_others else ''}"
+                  if options.persuade > 0 else "")
         return (f"simulated (no model: verdicts from a simulated judge; {noise}, "
-                f"omit {options.omit_rate:g}, invent {options.invent_rate:g})")
+                f"omit {options.omit_rate:g}, invent {options.invent_rate:g}{attack})")
     if config.judge == "oracle":
         return ("oracle (no model: verdicts from an oracle that knows each prompt's expected "
                 "skill)")

@@ -188,6 +188,9 @@ class SweepRecord(_Row):
     replicate_seeds: dict[str, int] | list[int] = Field(default_factory=dict)
     """Replicate number (a string, as JSON keys are) -> seed; older files: a list, rep 1 first."""
     abstain_threshold: float | None = None
+    injected: dict[str, list[str]] = Field(default_factory=dict)
+    """The pool's injected skills and the skills each targets (`<pool>/injected.yaml`, read
+    when the sweep started; empty for a pool without one)."""
     ranking_settings: dict[str, Any] = Field(default_factory=dict)
     """The MYTHLOOP_* ranking settings it ran with, where not their defaults (part of the
     fingerprint; mythloop.sweep.config.ranking_settings)."""

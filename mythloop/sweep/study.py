@@ -56,11 +56,13 @@ def study_fingerprint(config: SweepConfig) -> str:
     return hashlib.sha256(f"study:{base.fingerprint()}".encode()).hexdigest()[:16]
 
 
-def sweep_key(judge: str, noise: float | None) -> str:
+def sweep_key(judge: str, noise: float | None, persuade: float = 0.0) -> str:
     """The artifact key of a sweep: one history per judge and, for the simulated judge,
-    per noise level (`simulated-noise-0.20`)."""
+    per noise level (`simulated-noise-0.20`) and, for a judge a skill can persuade, per
+    probability (`simulated-noise-0.20-persuade-0.50`)."""
     if judge in NOISE_JUDGES and noise is not None:
-        return f"{judge}-noise-{noise:.2f}"
+        attack = f"-persuade-{persuade:.2f}" if persuade > 0 else ""
+        return f"{judge}-noise-{noise:.2f}{attack}"
     return judge
 
 

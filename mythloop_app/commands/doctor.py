@@ -191,12 +191,28 @@ def _render_sandbox() -> Check:
     return Check("render sandbox", False, problem, SANDBOX_FIX)
 
 
+def _render_budget() -> Check:
+    """Each render's whole tree in cgroups of its own (memory with shared memory and memfds,
+    processes) and its stage on a capped tmpfs (footprint.py); without them renders keep
+    their per-process rlimits only."""
+    from mythloop.mythos.sandbox import footprint
+
+    problem = footprint.problem()
+    if problem is None:
+        return Check("render budget", True, "cgroup v1 memory and pids groups per render, "
+                                            "stage on a size- and file-capped tmpfs")
+    return Check("render budget", False, problem + "; renders are bounded per process only",
+                 "run renders as root on a machine with the cgroup v1 memory and pids "
+                 "controllers (docs/sandbox.md, footprint)", required=False)
+
+
 CHECKS: list[Callable[[], Check | list[Check]]] = [
     _python_deps,
     _embedding_model,
     _latex,
     lambda: _tool("ffmpeg", "apt-get install --no-install-recommends ffmpeg"),
     _render_sandbox,
+    _render_budget,
     _voice_engines,
     _data_folders,
     _prefect_api,

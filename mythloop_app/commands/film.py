@@ -116,7 +116,9 @@ def film(
         try:
             result = state.result()
         except Exception as exc:  # the flow failed: one clear line, the run dir kept
-            typer.echo(f"film failed: {_one_line(exc)}", err=True)
+            from mythloop.textsafe import clean_line  # (the error quotes scene text)
+
+            typer.echo(clean_line(f"film failed: {_one_line(exc)}", 8000), err=True)
             typer.echo(ui_hint(), err=True)
             raise typer.Exit(1) from None
     typer.echo(f"run dir: {result.run_dir}")  # a FilmResult (mythloop.mythos.records)

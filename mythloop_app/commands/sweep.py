@@ -38,6 +38,11 @@ def sweep(
                                     help="Simulated judge: probability a tag is left out."),
     invent_rate: float = typer.Option(_JUDGE.invent_rate, min=0.0, max=1.0,
                                       help="Simulated judge: rate of invented skill names."),
+    judge_persuade: float = typer.Option(
+        _JUDGE.persuade, "--judge-persuade", min=0.0, max=1.0, metavar="P",
+        help="Simulated judge, threat model: probability it follows an instruction to the "
+             "judge in a catalog skill's description (that skill reported HELPFUL whenever "
+             "shown; docs/blend.md, \"A judge a skill can persuade\"). Default 0: off."),
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
     pool: Path | None = typer.Option(None, help="Skill pool folder (default: bundled pool)."),
     prompts: Path | None = typer.Option(None, "--prompts",
@@ -107,6 +112,8 @@ def sweep(
               "setting)")
     if judge not in JUDGES:
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
+    if judge_persuade > 0 and judge != "simulated":
+        _fail(f"--judge-persuade needs --judge simulated (judge {judge!r} is not simulated)")
     cold_fraction, cold_file = _cold_skills(cold_skills, add_skills_at)
     if shard_deployment is None:  # sharded, the workers' machines call the model
         from mythloop.llm.preflight import backend_problem
@@ -129,7 +136,7 @@ def sweep(
             conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
             judge_options=JudgeOptions(noise=noise if len(levels) == 1 else levels[0],
                                        omit_rate=omit_rate, invent_rate=invent_rate,
-                                       model=model),
+                                       persuade=judge_persuade, model=model),
             pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict, force=force,

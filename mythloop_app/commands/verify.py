@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from mythloop.textsafe import clean_line
+
 __all__ = ["register"]
 
 
@@ -37,7 +39,7 @@ def verify(
     if result.ok:
         typer.echo(f"ok: {file} passed verify")
         return
-    typer.echo(f"{file}:{result.line}: {result.reason}", err=True)
+    typer.echo(clean_line(f"{file}:{result.line}: {result.reason}"), err=True)
     raise typer.Exit(1)
 
 
@@ -77,7 +79,8 @@ def render(
         raise typer.Exit(2)
     problem = syntax_problem(code)
     if problem:
-        typer.echo(f"error: {file} does not parse: {problem}; fix the scene code", err=True)
+        typer.echo(clean_line(f"error: {file} does not parse: {problem}; fix the scene code"),
+                   err=True)
         raise typer.Exit(2)
     if scene is not None and scene not in top_level_names(code):
         found = ", ".join(scene_names(code)) or "none found"
@@ -107,14 +110,15 @@ def render(
     failed = next((r for _, r in results if not r.ok), None)
     for _, result in results:
         for output in result.outputs if result.ok else ():
-            typer.echo(output.path if output.kind == "video" else f"image: {output.path}")
+            typer.echo(clean_line(output.path if output.kind == "video"
+                                  else f"image: {output.path}"))
     if failed is None:
         if layout:
             _print_findings(results, strict)
         return
     result = failed
     log = f" [log: {result.log_path}]" if result.log_path else ""
-    typer.echo(f"render failed ({result.kind}): {result.message}{log}", err=True)
+    typer.echo(clean_line(f"render failed ({result.kind}): {result.message}{log}"), err=True)
     raise typer.Exit(1)
 
 
@@ -142,7 +146,7 @@ def _print_findings(results, strict: bool) -> None:
             typer.echo(f"layout: {name or 'scene'}: no layout record (the probe did not run)")
             continue
         for finding in findings:
-            typer.echo(f"layout: {name or 'scene'} {finding.line()}")
+            typer.echo(clean_line(f"layout: {name or 'scene'} {finding.line()}"))
         total += len(findings)
     typer.echo(f"layout: {total} finding(s)" + (
         "; mythloop.scenekit (CaptionLane, fit, zoom_to_fit, end_scene) keeps a scene clear"

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from mythloop.mythos.plan.stages import load_charter, stage_by_slug
+from mythloop.textsafe import clean_text
 
 __all__ = [
     "FAILURE_TAIL_CHARS",
@@ -76,7 +77,10 @@ def repair_prompt(scene_code: str, failure_tail: str, *, header: str = "",
                   scene_name: str = "") -> str:
     """The scoped repair prompt: the shared header (read-only), the one failing scene class
     and the last 8000 chars of that scene's failure output."""
-    tail = (failure_tail or "unknown failure")[-FAILURE_TAIL_CHARS:]
+    # the tail is the render's log (the scene's own output): its text stays, its terminal
+    # escapes and other control characters do not (the prompt is also kept as a file)
+    tail = failure_tail[-4 * FAILURE_TAIL_CHARS:] if failure_tail else "unknown failure"
+    tail = clean_text(tail, 4 * FAILURE_TAIL_CHARS)[-FAILURE_TAIL_CHARS:]
     return _fill(load_charter("repair.md"), shared_header=header.rstrip("\n") or "(none)",
                  scene_name=scene_name or "the scene",
                  scene_code=scene_code.rstrip("\n"), failure_tail=tail.rstrip("\n")) + "\n"

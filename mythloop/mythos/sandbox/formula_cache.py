@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 from mythloop import procs
 from mythloop.fileio import write_text_atomic
 from mythloop.mythos.sandbox import stage_tree
+from mythloop.mythos.sandbox.sandbox_policy import LATEX_DANGER_RE
 from mythloop.mythos.sandbox.tex_policy import tex_env
 from mythloop.settings import get_settings
 
@@ -44,10 +46,16 @@ MAX_REQUEST = 256 << 10  # bytes of one request line (a .tex file is a few KB)
 MAX_SVG = 8 << 20
 MAX_CONNECTIONS = 4  # per render
 COMPILE_TIMEOUT = 90.0
+CACHE_BYTES = 256 << 20  # the whole cache, least recently used entries evicted past it
+RENDER_STORE_BYTES = 32 << 20  # what one render may add to it (answers go on past it)
 _KEY_LOCKS: dict[str, threading.Lock] = {}
 _KEY_LOCKS_GUARD = threading.Lock()
-_STATS = {"hits": 0, "compiles": 0, "compile_s": 0.0, "errors": 0}
+_STATS = {"hits": 0, "compiles": 0, "compile_s": 0.0, "errors": 0, "evicted": 0,
+          "not_stored": 0}
 _STATS_LOCK = threading.Lock()
+# the grouping marks manim itself writes around each part of a Tex/MathTex (tex_mobject.py):
+# the only \special a formula may hold, and only in exactly this form
+_MANIM_GROUPS = re.compile(r"\\special\{dvisvgm:raw (?:<g id='unique\d{3,}(?:substring)?'>|</g>)\}")
 
 # Runs inside the compile sandbox (as `nobody`, in the staging dir holding formula.tex):
 # manim's own two commands, for the default template (latex -> dvi -> dvisvgm).
@@ -111,6 +119,59 @@ def _lock_for(key: str) -> threading.Lock:
         return _KEY_LOCKS.setdefault(key, threading.Lock())
 
 
+def cache_limit() -> int:
+    """The cache's size cap in bytes (MYTHLOOP_FORMULA_CACHE_MB, default 256)."""
+    raw = os.environ.get("MYTHLOOP_FORMULA_CACHE_MB", "").strip()
+    try:
+        return max(1, int(float(raw) * (1 << 20))) if raw else CACHE_BYTES
+    except ValueError:
+        return CACHE_BYTES
+
+
+_SIZE_LOCK = threading.Lock()
+_SIZES: dict[str, int] = {}  # cache dir -> its size as this process last counted it
+
+
+def _entries(cache: Path) -> list[tuple[float, int, Path]]:
+    """(last use, size, path) of every entry: the two-level layout only, no links."""
+    found = []
+    with contextlib.suppress(OSError):
+        for sub in os.scandir(cache):
+            if not sub.is_dir(follow_symlinks=False) or len(sub.name) != 2:
+                continue
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(sub.path):
+                    if entry.name.endswith(".svg") and entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        found.append((st.st_mtime, st.st_size, Path(entry.path)))
+    return found
+
+
+def _account(cache: Path, added: int) -> None:
+    """Count ADDED bytes into CACHE; past its cap, evict the least recently used entries
+    (an entry's mtime is its last use: a hit touches it) down to three quarters of it."""
+    limit = cache_limit()
+    key = str(cache)
+    with _SIZE_LOCK:
+        if key not in _SIZES:
+            _SIZES[key] = sum(size for _, size, _ in _entries(cache))
+        else:
+            _SIZES[key] += added
+        if _SIZES[key] <= limit:
+            return
+        entries = sorted(_entries(cache))  # oldest use first
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in entries:
+            if total <= limit * 3 // 4:
+                break
+            with contextlib.suppress(OSError):
+                path.unlink()
+                total -= size
+                with _STATS_LOCK:
+                    _STATS["evicted"] += 1
+        _SIZES[key] = total
+
+
 def _read_svg(path: Path) -> str | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SVG:
@@ -136,6 +197,7 @@ class FormulaService:
         self.sock.bind(str(self.path))
         os.chmod(self.path, 0o666)  # the scene's user connects (any request is untrusted)
         self.sock.listen(MAX_CONNECTIONS)
+        self.stored = 0  # bytes this render added to the cache
         self.sock.settimeout(0.2)
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
@@ -178,8 +240,10 @@ class FormulaService:
                     line, pending = pending.split(b"\n", 1)
                     try:
                         reply = self.answer(json.loads(line))
-                    except (ValueError, TypeError, KeyError) as exc:
-                        reply = {"error": f"bad request: {exc}"[:300]}
+                    except (ValueError, TypeError, KeyError, RecursionError, OSError) as exc:
+                        # a deeply nested message raises RecursionError in json: bad too
+                        reply = {"error": f"bad request: {type(exc).__name__}"
+                                          f"{': ' + str(exc) if str(exc) else ''}"[:300]}
                     except RenderOver:
                         return
                     try:
@@ -192,12 +256,23 @@ class FormulaService:
         tex, compiler, fmt = request["tex"], request["compiler"], request["format"]
         if not (isinstance(tex, str) and compiler == "latex" and fmt == ".dvi"):
             return {"error": "only the default latex -> dvi template is served"}
+        # what verify refuses in a literal, refused here in text built at run time too
+        # (TeX's paranoid file access stays the boundary; this is one more layer)
+        danger = LATEX_DANGER_RE.search(_MANIM_GROUPS.sub("", tex))
+        if danger:
+            with _STATS_LOCK:
+                _STATS["errors"] += 1
+            return {"error": "latex failed",
+                    "log": f"! refused: the formula uses {danger.group(0)!r}, a TeX command "
+                           "that reads or writes files or runs code; remove it"}
         key = _key(tex, compiler, fmt, self.versions)
         entry = self.cache / key[:2] / f"{key}.svg"
         with _lock_for(key):  # scenes compiling one formula at once: one compile
             self._check_open()
             svg = _read_svg(entry)
             if svg is not None:
+                with contextlib.suppress(OSError):
+                    os.utime(entry)  # its last use, for the eviction order
                 with _STATS_LOCK:
                     _STATS["hits"] += 1
                 return {"svg": svg, "cache": "hit"}
@@ -206,8 +281,15 @@ class FormulaService:
                 with _STATS_LOCK:
                     _STATS["errors"] += 1
                 return {"error": "latex failed", "log": log}
+            size = len(svg.encode())
+            if self.stored + size > RENDER_STORE_BYTES:  # this render has added its share
+                with _STATS_LOCK:
+                    _STATS["not_stored"] += 1
+                return {"svg": svg, "cache": "miss"}
             entry.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(entry, svg)
+            self.stored += size
+            _account(self.cache, size)
             return {"svg": svg, "cache": "miss"}
 
     def _compile(self, tex: str) -> tuple[str | None, str]:

@@ -25,6 +25,12 @@ turns that record into findings a person would notice on screen:
   scene's end (the next scene would start under it, or the held last frame keeps it while
   the next sentence is spoken); `end_scene` clears it.
 
+The record is the scene's own word: `layout_record.read_record` reads it as hostile data
+and `layout_frames.judge` holds it against the rendered frames (`edge`, `unexplained`,
+`unchecked`). Items of kind `shape` (drawings: axes, arrows, surfaces) only explain ink;
+the rules above judge texts and formulas. Overlaps are found with a grid of buckets, not
+all pairs, and at most MAX_FINDINGS findings are kept.
+
 `mythloop.scenekit` is the layout-safe way to write a scene (a caption lane above the
 subtitle band, `fit` into the safe area, `zoom_to_fit`, `end_scene`); its lanes are the ones
 this check assumes (SUBTITLE_SHARE is the same number in both modules).
@@ -47,7 +53,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mythloop import procs
 
-__all__ = ["Finding", "FindingKind", "PlannedZoom", "ZoomWindow", "check_layout",
+__all__ = ["Finding", "FindingKind", "MAX_FINDINGS", "overlapping_pairs", "PlannedZoom", "ZoomWindow", "check_layout",
            "findings_table", "format_findings", "planned_zooms", "scene_zooms", "zoom_windows",
            "probe_source", "probe_scene", "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE",
            "SUBTITLE_SHARE"]
@@ -60,7 +66,14 @@ CENTRED = 0.25  # a zoom frames a target whose centre lies within this share of 
 SUBTITLE_SHARE = 0.16  # bottom share of the frame height burnt subtitles take (scenekit's)
 
 FindingKind = Literal["off_frame", "clipped", "overlap", "too_small", "subtitle_band",
-                      "caption_left"]
+                      "caption_left", "edge", "unexplained", "unchecked"]
+"""The first six come from the probe's record (a hint the scene could forge); `edge` and
+`unexplained` from the rendered frames (layout_frames: content resting at the frame's edge,
+ink the record does not account for); `unchecked`: the record or the frames could not be
+used (missing, too large, malformed, too crowded to judge)."""
+
+MAX_FINDINGS = 50  # per scene: enough for a repair prompt, bounded whatever the record says
+MAX_PAIR_CHECKS = 250_000  # box pairs the overlap check compares in one record (~1 s)
 
 
 class Finding(BaseModel):
@@ -122,6 +135,74 @@ def _beyond(box, half_w: float, half_h: float) -> dict[str, float]:
     xmin, ymin, xmax, ymax = box
     return {"left": -half_w - xmin, "right": xmax - half_w,
             "bottom": -half_h - ymin, "top": ymax - half_h}
+
+
+class _Budget:
+    """Box pairs the overlap check may still compare (shared by a record's snapshots)."""
+
+    def __init__(self, checks: int) -> None:
+        self.left = checks
+
+
+def overlapping_pairs(boxes: Sequence[Sequence[float]], budget: _Budget | None = None
+                      ) -> tuple[list[tuple[int, int, float]], bool]:
+    """Pairs (i, j, share) of BOXES (xmin, ymin, xmax, ymax) that share more than
+    MAX_OVERLAP of the smaller one's area, i < j, in (i, j) order; and whether every pair
+    was compared (False when BUDGET ran out: thousands of boxes piled in one place).
+
+    A grid of square buckets about the size of a typical box: each box goes into the
+    buckets it covers, and only boxes sharing a bucket are compared, each pair once (in the
+    bucket where their common part begins); a box covering more than 16 buckets is compared
+    with every other box. Linear in the number of boxes when they are spread out.
+    """
+    budget = budget or _Budget(MAX_PAIR_CHECKS)
+    live = [n for n, b in enumerate(boxes) if _area(b) > 0]
+    if len(live) < 2:
+        return [], True
+    sizes = sorted(max(boxes[n][2] - boxes[n][0], boxes[n][3] - boxes[n][1]) for n in live)
+    cell = max(sizes[len(sizes) // 2], 1e-3)
+    buckets: dict[tuple[int, int], list[int]] = {}
+    first: dict[int, tuple[int, int]] = {}
+    big: list[int] = []
+    for n in live:
+        x0, y0, x1, y1 = boxes[n]
+        cx0, cy0, cx1, cy1 = (int(x0 // cell), int(y0 // cell), int(x1 // cell),
+                              int(y1 // cell))
+        if (cx1 - cx0 + 1) * (cy1 - cy0 + 1) > 16:
+            big.append(n)
+            continue
+        first[n] = (cx0, cy0)
+        for cx in range(cx0, cx1 + 1):
+            for cy in range(cy0, cy1 + 1):
+                buckets.setdefault((cx, cy), []).append(n)
+    found: list[tuple[int, int, float]] = []
+
+    def compare(a: int, b: int) -> None:
+        smaller = min(_area(boxes[a]), _area(boxes[b]))
+        share = _shared(boxes[a], boxes[b]) / smaller
+        if share > MAX_OVERLAP:
+            found.append((min(a, b), max(a, b), share))
+
+    for (cx, cy), members in buckets.items():
+        for k, a in enumerate(members):
+            for b in members[k + 1:]:
+                # each pair once: in the bucket where both boxes are, first
+                if (max(first[a][0], first[b][0]), max(first[a][1], first[b][1])) != (cx, cy):
+                    continue
+                budget.left -= 1
+                if budget.left < 0:
+                    return sorted(found), False
+                compare(a, b)
+    big_set = set(big)
+    for a in big:
+        for b in live:
+            if b == a or (b in big_set and b < a):
+                continue
+            budget.left -= 1
+            if budget.left < 0:
+                return sorted(found), False
+            compare(a, b)
+    return sorted(found), True
 
 
 def _gone(box, half_w: float, half_h: float) -> bool:
@@ -269,7 +350,7 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
     seen: set[tuple] = set()
 
     def add(kind: FindingKind, snap: dict, what: str, detail: str) -> None:
-        if (kind, what) in seen:
+        if (kind, what) in seen or len(findings) >= MAX_FINDINGS:
             return
         seen.add((kind, what))
         findings.append(Finding(kind=kind, at=snap["at"], t=float(snap.get("t", 0.0)),
@@ -281,14 +362,17 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
     for snap in snapshots:
         width, height = snap["frame"]
         for item in snap.get("items", []):
-            if not _gone(item["box"], width / 2, height / 2):
+            if item.get("kind") != "shape" and not _gone(item["box"], width / 2, height / 2):
                 shown.add(item["label"])
     previous = None
+    budget, crowded = _Budget(MAX_PAIR_CHECKS), False
     for snap in snapshots:
+        if len(findings) >= MAX_FINDINGS:
+            break
         width, height = snap["frame"]
         half_w, half_h = width / 2, height / 2
         tol_w, tol_h = EDGE_TOLERANCE * width, EDGE_TOLERANCE * height
-        items = snap.get("items", [])
+        items = [i for i in snap.get("items", []) if i.get("kind") != "shape"]
         rest = _at_rest(snap, previous)
         previous = snap
         # the formula whose planned target this held zoom frames (its other parts may run off)
@@ -335,15 +419,19 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
                 add("too_small", snap, f"{item['kind']} '{item['label']}'",
                     f"{item['em_px']:.0f} px tall at {record.get('pixel_height', '?')}p "
                     f"(readable from {MIN_EM_PX:.0f} px)")
-        for i, first in enumerate(items):
-            for second in items[i + 1:]:
-                smaller = min(_area(first["box"]), _area(second["box"]))
-                if smaller > 0 and _shared(first["box"], second["box"]) / smaller > MAX_OVERLAP:
-                    add("overlap", snap, f"'{first['label']}' and '{second['label']}'",
-                        f"they cover {100 * _shared(first['box'], second['box']) / smaller:.0f}% "
-                        "of the smaller one"
-                        + (" (while one fades into the other)" if snap["at"].startswith("play")
-                           else ""))
+        if crowded:
+            continue
+        pairs, complete = overlapping_pairs([item["box"] for item in items], budget)
+        for i, j, share in pairs:
+            add("overlap", snap, f"'{items[i]['label']}' and '{items[j]['label']}'",
+                f"they cover {100 * share:.0f}% of the smaller one"
+                + (" (while one fades into the other)" if snap["at"].startswith("play")
+                   else ""))
+        if not complete:
+            crowded = True
+            add("unchecked", snap, "the overlap check",
+                f"{len(items)} texts lie so close together that not every pair could be "
+                f"compared (at most {MAX_PAIR_CHECKS}); use fewer texts")
     return findings
 
 

@@ -8,7 +8,9 @@ after every wait, every SAMPLE_S seconds of every animation ("play 3 at 0.50s": 
 sees mid-fade or mid-zoom) and once at the end it notes each visible text-like mobject (Text, MarkupText, Paragraph,
 MathTex, Tex, ...) with its box in frame coordinates (the camera's projection applied, so
 zoom, moving frames and 3D orientation count; fixed-in-frame mobjects as they are), its
-em height in pixels at the render's quality, and writes everything as JSON to `path`.
+em height in pixels at the render's quality, and every other visible top-level mobject as a
+`shape` box (so the parent can hold the record against the rendered frames), and writes
+everything as JSON to `path`.
 `mythloop.mythos.sandbox.layout.check_layout` judges the record.
 """
 
@@ -19,14 +21,23 @@ import os
 
 _EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
 SAMPLE_S = 0.25  # seconds of animation between two samples taken during a play
-PROBE_VERSION = 4  # 2: samples during animations; 3: their scene time counted once;
-#                   4: lane captions (mythloop.scenekit) tagged
+PROBE_VERSION = 5  # 2: samples during animations; 3: their scene time counted once;
+#                   4: lane captions (mythloop.scenekit) tagged; 5: drawings ("shape")
 
 
 def install(out_path: str) -> None:
     # Inside the render only: mythloop reads PROBE_VERSION from this module without manim.
     import numpy as np  # noqa: PLC0415
-    from manim import MarkupText, Paragraph, Scene, SingleStringMathTex, Text, config  # noqa: PLC0415
+    from manim import (  # noqa: PLC0415
+        ImageMobject,
+        MarkupText,
+        Paragraph,
+        Scene,
+        SingleStringMathTex,
+        Text,
+        VMobject,
+        config,
+    )
 
     text_types = (Text, MarkupText, Paragraph, SingleStringMathTex)
     snapshots: list[dict] = []
@@ -40,6 +51,16 @@ def install(out_path: str) -> None:
         family = mob.get_family()
         return any(m.get_fill_opacity() > 0.05 or m.get_stroke_opacity() > 0.05
                    for m in family if len(m.points))
+
+    def drawn(mob) -> bool:
+        """Whether any part of MOB puts pixels on screen (a visible VMobject, an image)."""
+        for m in mob.get_family():
+            if isinstance(m, ImageMobject):
+                return True
+            if isinstance(m, VMobject) and len(m.points) and (
+                    m.get_fill_opacity() > 0.05 or m.get_stroke_opacity() > 0.05):
+                return True
+        return False
 
     def outermost_texts(mobjects):
         found = []
@@ -135,6 +156,18 @@ def install(out_path: str) -> None:
                 if parts:
                     item["parts"] = parts
             items.append(item)
+        # every other drawing (axes, arrows, surfaces, images, groups) as a box: the parent
+        # holds the record against the rendered frames, and ink must be accounted for
+        for mob in scene.mobjects:
+            try:  # a mobject of any kind (trackers, points) must never stop the render
+                if isinstance(mob, text_types) or not drawn(mob):
+                    continue
+                pts = mob.get_all_points()
+                if len(pts):
+                    items.append({"kind": "shape", "label": type(mob).__name__[:40],
+                                  "box": box_of(project(mob, pts))})
+            except Exception:  # noqa: BLE001, S112 - the probe only observes
+                continue
         if when is None:
             when = float(getattr(scene.renderer, "time", 0.0))
         snapshots.append({"at": at, "t": round(when, 3), "camera": camera_state(scene),

@@ -42,8 +42,15 @@ from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
 from mythloop.mythos.code.scenes import module_source
-from mythloop.mythos.sandbox import formula_cache, intake, render_pool, stage_tree
-from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout, probe_source
+from mythloop.mythos.sandbox import (
+    footprint,
+    formula_cache,
+    intake,
+    layout_frames,
+    render_pool,
+    stage_tree,
+)
+from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.mythos.sandbox.sandbox_policy import SCENE_HELPERS
 from mythloop.mythos.sandbox.tex_policy import tex_env
@@ -55,6 +62,7 @@ __all__ = ["RenderLimits", "RenderOutput", "RenderResult", "render_scene", "scen
 
 INNER_DIR = "/tmp/mythloop-render"  # where the render dir appears inside the namespaces
 TMP_SIZE = "256m"  # each render's private /tmp (a tmpfs)
+TMP_BYTES = 256 << 20
 POOL_BASE = "/tmp/.mythloop-pool-base"  # a warm worker's staging base (sandbox_init._POOL_BASE)
 TEX_TOOLS = ["latex", "pdflatex", "xelatex", "lualatex", "dvisvgm"]
 _HERE = Path(__file__).resolve().parent
@@ -95,6 +103,16 @@ def _parents(paths: list[str]) -> list[str]:
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
     return args
+
+
+@functools.cache
+def _bwrap_sizes() -> bool:
+    """True when this bubblewrap can cap a tmpfs's size (`--size`, bubblewrap 0.7 and later)."""
+    try:
+        return _BWRAP_BIN is not None and "--size" in procs.run([_BWRAP_BIN, "--help"],
+                                                                  timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _root_entries(binds: list[str]) -> list[str]:
@@ -165,8 +183,8 @@ def sandbox_view(python: str, binds: list[tuple[str, str]]) -> list[str]:
         raise FileNotFoundError(2, "No such file or directory", "bwrap")
     # the private /tmp first: an interpreter or venv that lives under /tmp (a checkout there)
     # is bound over it, not hidden by it
-    args = [_BWRAP_BIN, *_NAMESPACES,
-            "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    args = [_BWRAP_BIN, *_NAMESPACES, "--dev", "/dev", "--proc", "/proc", "--perms", "1777",
+            *(["--size", str(TMP_BYTES)] if _bwrap_sizes() else []), "--tmpfs", "/tmp"]
     args += _root_entries([*_SYSTEM_RO, *_view_roots(python)])
     for real, inner in binds:
         args += ["--bind", real, inner]
@@ -205,18 +223,28 @@ class RenderResult(BaseModel):
     """Which sandbox layers were active, and notes on any that were not."""
     render_id: str = ""
     """MYTHLOOP_RENDER_ID given to the child (its processes carry it in their environment)."""
+    peak_memory_bytes: int | None = None
+    """The most memory the render's whole tree and its stage held at once (its memory
+    cgroup's peak; None where renders get no cgroup, docs/sandbox.md)."""
     layout_findings: list[Finding] | None = None
-    """With layout=True: the layout check's findings (off_frame, clipped, overlap, too_small),
-    [] when clean; None when no check ran."""
+    """With layout=True: the layout verdict's findings (layout.FindingKind: the probe's
+    record judged, then held against the rendered frames), [] when clean; None when no
+    check ran (the render failed)."""
 
 
 class RenderLimits(BaseModel):
-    """Hard rlimits for the render (CPU time follows the timeout)."""
+    """Hard limits for the render: rlimits per process (CPU time follows the timeout), and
+    the budget of the render as a whole (footprint.py): the memory of its whole process tree
+    with its shared memory, memfds and stage counted, its processes, and its stage's bytes
+    and files."""
 
     memory_bytes: int = 4 << 30
     file_bytes: int = 512 << 20
     processes: int = 512
     open_files: int = 1024
+    tree_memory_bytes: int = 4 << 30
+    stage_bytes: int = 1 << 30
+    stage_files: int = 20000
 
 
 def scene_names(code: str) -> list[str]:
@@ -433,9 +461,14 @@ def _clean_stale_stages(base: Path, older_than: float = 6 * 3600.0) -> None:
     for entry in entries:
         match = re.fullmatch(re.escape(STAGE_PREFIX) + r"(\d+)-\w+", entry.name)
         try:  # one stage that cannot be removed must not stop this render, nor the others
-            if (match and entry.is_dir(follow_symlinks=False)
-                    and now - entry.stat(follow_symlinks=False).st_mtime > older_than
-                    and not procs.pid_alive(int(match.group(1)))):
+            if not (match and entry.is_dir(follow_symlinks=False)) or \
+                    procs.pid_alive(int(match.group(1))):
+                continue
+            # its stage filesystem: nothing uses it once its caller is gone (its workers
+            # die with it), so it goes at once, whatever its age
+            if footprint.is_mount_point(entry.path):
+                footprint.unmount(entry.path)
+            if now - entry.stat(follow_symlinks=False).st_mtime > older_than:
                 stage_tree.remove_tree(entry.path)
         except Exception:  # noqa: BLE001, S112 - best effort by design
             continue
@@ -610,6 +643,10 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
     hooked = python is not None and audit_hook
     namespaced = _namespaces_work()
     stage = _make_stage(namespaced)
+    # the stage on a filesystem of its own, capped in bytes and files (footprint.py); with
+    # namespaces only: without them the stage must stay where `nobody` can reach it
+    stage_fs = namespaced and footprint.ensure_shared(stage.parent) and \
+        footprint.mount_stage_fs(stage, limits.stage_bytes, limits.stage_files)
     log_path = work / "render.log"
     try:
         return _render_staged(
@@ -617,13 +654,15 @@ def render_scene(file: str | os.PathLike, *, scene: str | None = None, quality: 
             timeout=timeout, cmd=cmd, python=python, hooked=hooked, namespaced=namespaced,
             env_extra=env_extra, limits=limits, started=started, log_path=log_path,
             progress=progress, explicit=scene is not None, layout=layout,
-            layout_zooms=layout_zooms)
+            layout_zooms=layout_zooms, stage_fs=stage_fs)
     finally:
         if (stage / "render.log").is_file() and not (stage / "render.log").is_symlink():
             try:
                 _keep_log(stage / "render.log", log_path)
             except OSError:
                 pass
+        if stage_fs:  # whatever the render left there goes with its filesystem, at once
+            footprint.unmount(stage)
         stage_tree.remove_tree(stage)
 
 
@@ -633,7 +672,8 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                    limits: RenderLimits, started: float, log_path: Path,
                    progress: ProgressCallback | None, explicit: bool,
                    layout: bool = False,
-                   layout_zooms: list[PlannedZoom] | None = None) -> RenderResult:
+                   layout_zooms: list[PlannedZoom] | None = None,
+                   stage_fs: bool = False) -> RenderResult:
     """The sandboxed run inside STAGE; the video (on success) is moved into WORK."""
     (stage / name).write_text(code, encoding="utf-8")
     isolation: list[str] = []
@@ -651,6 +691,12 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     isolation.append(f"runs as uid {uid} (nobody)" if drop else
                      "runs as the calling user: file permissions do not confine writes")
     isolation.append("renders in a private staging dir; only regular files come back")
+    isolation.append(
+        f"stage: a tmpfs of its own, {limits.stage_bytes >> 20} MiB and {limits.stage_files} "
+        "files at most" if stage_fs else
+        "stage: on the host's filesystem, no size or file-count cap (needs root and "
+        "namespaces)")
+
     for sub in ("home", "tmp", "media"):
         (stage / sub).mkdir(exist_ok=True)
         if drop:
@@ -695,6 +741,13 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                          "namespaces of its own, fresh tmpfs, limits and user")
     formulas = formula_cache.serving(stage, _child_env(inner, token, env_extra)) if hooked \
         else contextlib.nullcontext()
+    group = _render_group(stage.name, limits) if namespaced else None
+    isolation.append(
+        f"cgroup: the whole tree's memory (shared memory, memfds and the stage counted) "
+        f"{limits.tree_memory_bytes >> 20} MiB, {limits.processes} processes"
+        if group is not None and group.active else
+        "no cgroup (needs root and the cgroup v1 memory and pids controllers): per-process "
+        "rlimits only")
     try:
         with formulas as service:
             if service is not None:
@@ -702,14 +755,22 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                                  "in a sandbox of its own, once per formula and template")
             cpu_s = None  # measured by a warm worker only
             if warm:
-                returncode, timed_out, cpu_s = _run_warm(stage, spec, spec_worker, inner,
-                                                         token, env_extra, timeout, relay.poll)
+                returncode, timed_out, cpu_s = _run_warm(
+                    stage, spec, spec_worker, inner, token, env_extra, timeout, relay.poll,
+                    group=group, stage_fs=stage_fs)
             else:
                 returncode, timed_out = _run(launcher, stage,
                                              _child_env(inner, token, env_extra), stage_log,
-                                             timeout, relay.poll)
+                                             timeout, relay.poll,
+                                             preexec=group.join if group and group.active
+                                             else None)
     finally:
         leftovers = _sweep(token)
+        peak, over_memory, over_pids = None, False, False
+        if group is not None:
+            peak = group.peak_bytes()
+            over_memory, over_pids = group.memory_limit_hit(), group.pids_limit_hit()
+            group.close()
     if leftovers:
         isolation.append(f"killed {leftovers} leftover process(es) after the render")
     if drop:
@@ -723,7 +784,16 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         returncode=returncode, timed_out=timed_out, timeout=timeout,
         video=bool(found) and len(found) == len(scenes), log=log, scene_file=name,
         limits_text=f"memory {limits.memory_bytes >> 20} MiB, CPU {cpu}s, "
-                    f"file size {limits.file_bytes >> 20} MiB")
+                    f"file size {limits.file_bytes >> 20} MiB, stage "
+                    f"{limits.stage_bytes >> 20} MiB / {limits.stage_files} files")
+    full = stage_fs and footprint.stage_full(stage)
+    if kind != "ok" and not timed_out and (over_memory or over_pids or full):
+        what = (f"the memory of its whole process tree ({limits.tree_memory_bytes >> 20} MiB, "
+                "shared memory and the stage's files counted)" if over_memory else
+                f"its process count ({limits.processes})" if over_pids else
+                f"its stage ({limits.stage_bytes >> 20} MiB, {limits.stage_files} files)")
+        kind, message = "resource_limit", (f"resource limit: the render exceeded {what}; "
+                                           "render less at once (smaller or fewer objects)")
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
@@ -732,9 +802,10 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
                                           max_bytes=limits.file_bytes, namespaced=namespaced)
         if taken != "ok":  # refused: nothing handed over; the reason ends the log tail too
             kind, message, found, log = taken, refused, {}, f"{log}\n{refused}"
-    findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms) \
-        if layout and kind == "ok" else None
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
+    findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms,
+                                ordered[-1][1] if ordered else None) \
+        if layout and hooked and kind == "ok" else None  # no probe without the hooked worker
     placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
     outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
                             path=str(dst)) for (scene, src), dst in zip(ordered, placed,
@@ -749,7 +820,18 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
         log_tail=log[-8000:], returncode=returncode,
         seconds=seconds, cpu_s=cpu_s, message=message, out_dir=str(work),
         log_path=str(log_path), isolation=isolation, render_id=token,
-        layout_findings=findings)
+        peak_memory_bytes=peak, layout_findings=findings)
+
+
+def _render_group(name: str, limits: RenderLimits) -> footprint.Cgroup | None:
+    """The render's own memory and pids groups (footprint.py), or None where there are none.
+    Groups that could be made but not limited fail the render (OSError): never a render
+    without the budget it was promised."""
+    if not footprint.controllers():
+        return None
+    footprint.remove_stale_groups(procs.pid_alive)
+    return footprint.Cgroup(name, memory_bytes=limits.tree_memory_bytes,
+                            processes=limits.processes)
 
 
 def prewarm(count: int) -> int:
@@ -771,6 +853,7 @@ def prewarm(count: int) -> int:
         base.chmod(0o700)
     spec = {"namespaced": True, "inner": INNER_DIR, "tmp_size": TMP_SIZE, "uid": uid,
             "gid": gid}
+    footprint.ensure_shared(base.resolve())  # before any worker binds it (footprint.py)
     pool = render_pool.get_pool(base=base.resolve(), spec=spec,
                                 env=_child_env(INNER_DIR, "warm-pool", None),
                                 log_dir=settings.state_root / "logs")
@@ -779,22 +862,18 @@ def prewarm(count: int) -> int:
     return max(0, len(pool.workers()) - before)
 
 
-def _layout_findings(record_path: Path,
-                     zooms: list[PlannedZoom] | None = None) -> list[Finding] | None:
-    """The layout check of the probe's record; None when there is no readable record (the
-    file comes from the sandbox: read as plain data, size-capped, never trusted further)."""
-    try:
-        if record_path.is_symlink() or record_path.stat().st_size > 8 << 20:
-            return None
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        return check_layout(record, zooms)
-    except (OSError, ValueError, TypeError, KeyError, IndexError):
-        return None
+def _layout_findings(record_path: Path, zooms: list[PlannedZoom] | None = None,
+                     output: Path | None = None) -> list[Finding]:
+    """The layout verdict (layout_frames.judge): the probe's record, read as hostile data
+    (size cap, strict schema), held against OUTPUT's frames decoded in a sandbox of their
+    own; a record or video that cannot be used is a finding, never an exception."""
+    return layout_frames.judge(record_path, output, zooms)
 
 
 def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
               env_extra: dict[str, str] | None, timeout: float,
-              poll: Callable[[], None]) -> tuple[int | None, bool, float | None]:
+              poll: Callable[[], None], *, group: footprint.Cgroup | None = None,
+              stage_fs: bool = False) -> tuple[int | None, bool, float | None]:
     """The render through a warm worker (render_pool): (exit status, timed out, CPU
     seconds); a worker lost mid-render fails this render alone, with a line in its log
     saying so."""
@@ -805,7 +884,9 @@ def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str
                                 env=_child_env(inner, "warm-pool", None),
                                 log_dir=get_settings().state_root / "logs")
     request = {"job": stage.name, "timeout": timeout, "limits": spec["limits"],
-               "env": _child_env(inner, token, env_extra), "worker": spec_worker}
+               "env": _child_env(inner, token, env_extra), "worker": spec_worker,
+               "cgroups": group.inner_names() if group is not None else {},
+               "stage_fs": stage_fs}
     try:
         return pool.render(request, timeout, poll)
     except render_pool.WorkerLost as exc:
@@ -817,16 +898,19 @@ def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path,
-         timeout: float, poll: Callable[[], None] | None = None) -> tuple[int | None, bool]:
+         timeout: float, poll: Callable[[], None] | None = None,
+         preexec: Callable[[], None] | None = None) -> tuple[int | None, bool]:
     """Run CMD in its own session; at TIMEOUT SIGTERM its group, then SIGKILL after a grace.
 
-    POLL (if given) is called about twice a second while it runs. An exception here (a
-    Ctrl-C in the caller) kills the group before it propagates: nothing outlives the call.
+    POLL (if given) is called about twice a second while it runs; PREEXEC runs in the child
+    before the exec (joining the render's cgroups). An exception here (a Ctrl-C in the
+    caller) kills the group before it propagates: nothing outlives the call.
     """
     with open(log_path, "wb") as log:
         try:
             proc = procs.start_session(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                       stdout=log, stderr=subprocess.STDOUT, close_fds=True)
+                                       stdout=log, stderr=subprocess.STDOUT, close_fds=True,
+                                       preexec_fn=preexec)
         except FileNotFoundError as exc:
             log.write(f"No such file or directory: '{exc.filename}'\n".encode())
             return 127, False

@@ -160,10 +160,14 @@ class WarmPool:
                 "worker_source": (_HERE / "sandbox_worker.py").read_text(encoding="utf-8")}
         # the same bubblewrap view as a cold render, with the staging base (mode 700, root
         # only) where each render's own stage is bound from
-        from mythloop.mythos.sandbox import render  # noqa: PLC0415 (cycle)
+        from mythloop.mythos.sandbox import footprint, render  # noqa: PLC0415 (cycle)
 
+        # and the `mythloop` cgroups, where each render's child joins the groups its parent
+        # made for it (footprint.py); a render's own mount namespace hides them again
+        groups = [(str(path), f"{footprint.CGROUP_INNER}/{name}")
+                  for name, path in footprint.controllers().items()]
         self.launcher = render.sandbox_launcher(spec, sys.executable,
-                                                [(str(base), render.POOL_BASE)])
+                                                [(str(base), render.POOL_BASE), *groups])
         self.idle: list[_Worker] = []
         self.busy: set[_Worker] = set()
         self.cond = threading.Condition()

@@ -6,6 +6,8 @@ import re
 import signal
 from typing import TYPE_CHECKING
 
+from mythloop.textsafe import clean_line
+
 if TYPE_CHECKING:  # at run time this module needs only the standard library
     from mythloop.vocab import RenderKind
 
@@ -28,7 +30,8 @@ _MISSING_TOOLS = (
 )
 _RESOURCE_PATTERNS = re.compile(
     r"MemoryError|Unable to allocate|Cannot allocate memory|\[Errno 12\]|File too large|"
-    r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory",
+    r"\[Errno 27\]|Resource temporarily unavailable|\[Errno 11\]|std::bad_alloc|out of memory|"
+    r"No space left on device|\[Errno 28\]",
     re.I,
 )
 _RESOURCE_SIGNALS: dict[int, str] = {signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
@@ -37,14 +40,16 @@ _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warnin
                        r"|[A-Za-z_][\w.]*\.\w+Error): .*|^[A-Za-z_]\w*Error$")
 _BOX = "│╭╰─┃"
 # A scene writes the log, so it is hostile input: classification reads only its last
-# CLASSIFY_BYTES, each line cut to LINE_CHARS, and uses no pattern that backtracks on a
-# long line (scene-line lookups are plain substring searches): linear in what it reads.
+# CLASSIFY_BYTES, each line cut to LINE_CHARS and cleaned of terminal escapes and other
+# control and format characters (the message goes to terminals, logs and artifacts), and uses
+# no pattern that backtracks on a long line (scene-line lookups are plain substring
+# searches): linear in what it reads.
 CLASSIFY_BYTES = 256 << 10
 LINE_CHARS = 1000
 
 
 def _bounded_lines(log: str) -> list[str]:
-    return [ln[:LINE_CHARS].rstrip() for ln in log[-CLASSIFY_BYTES:].splitlines()]
+    return [clean_line(ln[:LINE_CHARS]).rstrip() for ln in log[-CLASSIFY_BYTES:].splitlines()]
 
 
 def _scene_line(line: str, scene_file: str) -> str | None:
@@ -81,7 +86,16 @@ def last_error_line(log: str, scene_file: str | None = None) -> str | None:
 
 def classify(*, returncode: int | None, timed_out: bool, timeout: float, video: bool,
              log: str, scene_file: str, limits_text: str) -> tuple[RenderKind, str]:
-    """Return (kind, one-line message) for a finished render."""
+    """Return (kind, one-line message) for a finished render; the message holds no control
+    character, whatever the scene printed."""
+    kind, message = _classify(returncode=returncode, timed_out=timed_out, timeout=timeout,
+                              video=video, log=log, scene_file=scene_file,
+                              limits_text=limits_text)
+    return kind, clean_line(message)
+
+
+def _classify(*, returncode: int | None, timed_out: bool, timeout: float, video: bool,
+              log: str, scene_file: str, limits_text: str) -> tuple[RenderKind, str]:
     log = "\n".join(_bounded_lines(log))
     if timed_out:
         return "timeout", (f"render timed out after {timeout:g}s and was killed with its "

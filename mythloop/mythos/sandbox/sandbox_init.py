@@ -33,6 +33,7 @@ import traceback
 
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
+AF_UNIX = 1
 # What a render never needs, refused with EPERM (`syscall_filter`); clone3 says ENOSYS so
 # libc falls back to clone, whose namespace flags the filter can see.
 DENIED_SYSCALLS = (
@@ -91,7 +92,8 @@ def _apply_limits(limits: dict) -> None:
 
 def syscall_filter() -> None:
     """Load the seccomp filter into this process (inherited by everything it starts):
-    DENIED_SYSCALLS fail with EPERM, clone with any namespace flag too, clone3 with ENOSYS.
+    DENIED_SYSCALLS fail with EPERM, clone with any namespace flag too, clone3 with ENOSYS,
+    socket and socketpair of any family but AF_UNIX with EAFNOSUPPORT.
     Needs no_new_privs (or root); it cannot be removed or loosened afterwards."""
     import pyseccomp  # noqa: PLC0415 (ctypes over libseccomp2: loaded only here)
 
@@ -105,6 +107,12 @@ def syscall_filter() -> None:
         rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone",
                        pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
     rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    # sockets of the AF_UNIX family only (the formula cache's socket): no AF_INET in a down
+    # network namespace is needed either, and AF_VSOCK, AF_NETLINK, AF_PACKET, ... reach
+    # past the network namespace or into the kernel
+    for call in ("socket", "socketpair"):
+        rules.add_rule(pyseccomp.ERRNO(errno.EAFNOSUPPORT), call,
+                       pyseccomp.Arg(0, pyseccomp.NE, AF_UNIX))
     rules.load()
 
 
@@ -210,6 +218,8 @@ MS_NOEXEC = 8
 _JOB_NAME = re.compile(r"mythloop-stage-\d+-\w+")
 _KILL_GRACE = 3.0
 _POOL_BASE = "/tmp/.mythloop-pool-base"  # in the worker's own /tmp tmpfs, mode 700
+_CGROUPS = "/tmp/.mythloop-cgroups"  # footprint.CGROUP_INNER: the `mythloop` cgroups, bound
+_CONTROLLERS = ("memory", "pids")
 _FRESH = ("/tmp", "/dev/shm")  # covered with a fresh tmpfs for each render
 
 
@@ -246,10 +256,13 @@ def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
     waits for the init and exits with the render's status."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+    _join_groups(job)
     if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if job.get("stage_fs") and not os.path.ismount(os.path.join(_POOL_BASE, job["job"])):
+        raise OSError(errno.ENOENT, "the render's stage filesystem is not visible here")
     # opened by path in this namespace (a bind needs a source mount of our own namespace)
     stage_fd = os.open(os.path.join(_POOL_BASE, job["job"]),
                        os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -277,6 +290,24 @@ def _render_namespace(job: dict, spec: dict, worker: dict) -> None:
             _render_process(job, spec, worker, null, log)
         _wait_for(render, reap_all=True, null=null)
     _wait_for(pid, reap_all=False, null=null)
+
+
+def _join_groups(job: dict) -> None:
+    """Join the render's memory and pids cgroups, which its parent made and limited (v1:
+    writing 0 moves the writer; what it forks next, the render's init and the render, is
+    born inside). Raises when one cannot be joined: no render runs outside its budget."""
+    groups = job.get("cgroups") or {}
+    if not isinstance(groups, dict):
+        raise ValueError("bad cgroups")
+    for controller, name in groups.items():
+        if controller not in _CONTROLLERS or not _JOB_NAME.fullmatch(str(name)):
+            raise ValueError(f"bad cgroup {controller}/{name}")
+        fd = os.open(os.path.join(_CGROUPS, controller, name, "cgroup.procs"),
+                     os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
 
 
 def _wait_for(pid: int, *, reap_all: bool, null: int | None = None) -> None:
@@ -307,6 +338,11 @@ def _render_process(job: dict, spec: dict, worker: dict, null: int, log: int) ->
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.closerange(3, 65536)  # the staging base, the control pipe: none reach the scene
+        try:  # at its cgroup's memory limit the kernel ends the render's processes first
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write("1000")
+        except OSError:
+            pass
         _drop(spec, job["limits"])
         os.environ.clear()
         os.environ.update(job["env"])

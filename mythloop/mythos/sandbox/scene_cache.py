@@ -3,17 +3,22 @@
 A scene video is kept under `<state>/scene-cache/<key>.mp4`, `key` being
 `scenes.scene_cache_key` (the scene's code, the header, the quality and the Manim version),
 so a rerun renders only the scenes that failed or changed. The layout probe's record of the
-render is kept beside it (`<key>.layout.json`) and judged again by today's rules on a hit.
+render is kept beside it (`<key>.layout.json`), read with the size cap and schema of
+`layout_record` and kept as its known fields only, and on a hit the layout verdict is
+reached again by today's rules (`layout_frames.judge_record`: the record judged and held
+against the cached video's frames). A record that fails the read is not kept: a hit without
+one renders again, and the render reports the problem.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mythloop.fileio import copy_file_atomic, write_json_atomic
-from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, check_layout
+from mythloop.mythos.sandbox.layout import Finding, PlannedZoom
+from mythloop.mythos.sandbox.layout_frames import judge_record
 from mythloop.mythos.sandbox.layout_probe import PROBE_VERSION
+from mythloop.mythos.sandbox.layout_record import read_record
 from mythloop.settings import get_settings
 
 __all__ = ["SceneCache"]
@@ -36,21 +41,18 @@ class SceneCache:
 
     def get_layout(self, key: str, zooms: list[PlannedZoom] | None = None
                    ) -> list[Finding] | None:
-        """The layout check of the probe record kept with a cached video, judged by today's
-        rules and the scene's planned `zooms` (None: no record was kept)."""
-        try:
-            record = json.loads((self.root / f"{key}.layout.json").read_text(encoding="utf-8"))
-            if record.get("probe_version", 1) < PROBE_VERSION:
-                return None  # an older probe saw less (no samples during animations, their
-                # times counted twice)
-            return check_layout(record, zooms)
-        except (OSError, ValueError, TypeError, KeyError, IndexError):
-            return None
+        """The layout verdict of a cached video, judged by today's rules and the scene's
+        planned `zooms` (None: no usable record was kept, or an older probe's)."""
+        record, problem = read_record(self.root / f"{key}.layout.json")
+        if record is None or problem is not None or record["probe_version"] < PROBE_VERSION:
+            return None  # an older probe saw less (no samples during animations, no drawings)
+        return judge_record(record, None, self.get(key), zooms)
 
     def put(self, key: str, video: Path | str, *, layout_record: Path | None = None) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
-        if layout_record is not None and layout_record.is_file():
-            # before the video: a hit never lacks the record its render had
-            write_json_atomic(self.root / f"{key}.layout.json",
-                              json.loads(layout_record.read_text(encoding="utf-8")))
+        if layout_record is not None:
+            record, _ = read_record(layout_record)  # bounded; None: nothing worth keeping
+            if record is not None:
+                # before the video: a hit never lacks the record its render had
+                write_json_atomic(self.root / f"{key}.layout.json", record)
         return copy_file_atomic(video, self.path(key))

@@ -39,6 +39,19 @@ _MOVING_CAMERA_SCENES = frozenset({"MovingCameraScene", "ZoomedScene"})
 _NOT_ARRAY_ATTRS = frozenset({"str_", "bytes_", "unicode_", "object_", "char", "strings",
                               "item", "tolist", "tobytes", "tostring", "decode", "format",
                               "join", "fspath", "name", "dtype"})
+# Array methods and functions that return one element (a numpy str scalar is a str, so
+# `np.array(["photo.png"]).astype(object).max()` would be a path again).
+_SCALAR_ATTRS = frozenset({"max", "min", "amax", "amin", "nanmax", "nanmin", "take",
+                           "choose", "reduce", "accumulate", "flat", "getfield", "view",
+                           "dtypes", "StringDType", "void", "record"})
+# What a dtype may be where an image array is built: numeric numpy types, Python's number
+# types, or their names ("uint8", "<f4"); never object, str, bytes or "U4".
+_NUMERIC_DTYPES = frozenset({
+    "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16",
+    "float32", "float64", "double", "single", "half", "bool", "bool_", "uint", "int_",
+    "intc", "uintc", "ubyte", "byte", "short", "ushort", "longlong", "ulonglong",
+    "complex64", "complex128", "int", "float", "complex"})
+_NUMERIC_DTYPE_RE = re.compile(r"[<>|=]?([uif]\d|b1|c\d+|\?)")
 _CAMERA_RULE = ("never animate the camera (.animate on self.camera); move it with "
                 "self.move_camera(...) or self.set_camera_orientation(...)")
 _LIGHT_RULE = ("prompt art-direction lint: this prompt explicitly requires an archival/"
@@ -54,13 +67,39 @@ def requires_light_art_direction(prompt: str) -> bool:
     return any(t in text for t in positive) and any(t in text for t in negative)
 
 
+def _literal_getattr(node: ast.AST) -> tuple[ast.AST, str] | None:
+    """(receiver, name) when NODE is `getattr(x, "name")` or `getattr(x, "name", default)`:
+    the same lookup as `x.name`, so every attribute rule applies to it."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr" and len(node.args) in (2, 3) and not node.keywords
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[0], node.args[1].value
+    return None
+
+
 def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
-    """Split `a.b.c` into its root node and attribute names ['b', 'c']."""
+    """Split `a.b.c` (or `getattr(a, "b").c`) into its root node and names ['b', 'c']."""
     names: list[str] = []
-    while isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        node = node.value
-    return node, names[::-1]
+    while True:
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+            continue
+        lookup = _literal_getattr(node)
+        if lookup is None:
+            return node, names[::-1]
+        node, name = lookup
+        names.append(name)
+
+
+def _as_attribute(node: ast.Call, ctx: ast.expr_context) -> ast.Attribute | None:
+    """`getattr/setattr/delattr(x, "name", ...)` as the attribute node `x.name` it stands
+    for (load, store or delete), placed at the call, so it is checked like one."""
+    if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant)
+                                  and isinstance(node.args[1].value, str)):
+        return None
+    attr = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ctx)
+    return ast.copy_location(attr, node)
 
 
 _HUGE = 10**8
@@ -155,6 +194,15 @@ class _Checker(ast.NodeVisitor):
                 return f"'{path}' reaches the 'types' module (code objects); not allowed"
             if part in P.DANGEROUS_MODULE_NAMES:
                 return f"'{path}' reaches the '{part}' module; not allowed in a scene"
+            if part in P.DANGEROUS_ATTRS:  # `from m import name` is `m.name`
+                return (f"'{path}' reaches '{part}', which does file, process or "
+                        "code-loading I/O; not allowed in a scene")
+        for i, part in enumerate(parts[1:], 1):  # `mobject.geometry.arc.np.lib` is numpy.lib
+            if part in P.MODULE_NAME_ROOTS and i + 1 < len(parts):
+                problem = self._module_problem(".".join([P.MODULE_NAME_ROOTS[part],
+                                                         *parts[i + 1:]]))
+                if problem:
+                    return f"'{path}' is {problem}"
         return None
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -192,6 +240,7 @@ class _Checker(ast.NodeVisitor):
             if alias.name == "*":
                 if module == "manim":
                     self.aliases.update(P.MANIM_STAR_MODULES)
+                    self.aliases.update(P.MANIM_STAR_OBJECTS)
                 continue
             full = f"{module}.{alias.name}"
             problem = self._module_problem(full)
@@ -218,6 +267,11 @@ class _Checker(ast.NodeVisitor):
         elif node.id in P.ASSET_CALLS:
             self.flag(node, f"'{node.id}' loads external files or writes outside the render; "
                             "the charter forbids assets and file I/O")
+        elif isinstance(node.ctx, ast.Load) and self.aliases.get(node.id, "").split(".")[0] \
+                in P.ALLOWED_IMPORT_ROOTS:
+            problem = self._module_problem(self.aliases[node.id])  # `plugins`, `console`
+            if problem:
+                self.flag(node, f"'{node.id}' is {problem}")
 
     def _camera_ref(self, node: ast.AST) -> str | None:
         """'camera' when NODE is (an alias of) the scene's camera, 'frame' for its frame."""
@@ -267,10 +321,35 @@ class _Checker(ast.NodeVisitor):
             return bool(values) and all(v is not None and self._is_array(v, depth + 1)
                                         for v in values)
         if isinstance(node, ast.Attribute):  # np.uint8 as a dtype, arr.T
-            return node.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node, depth)
+            return node.attr not in _NOT_ARRAY_ATTRS | _SCALAR_ATTRS \
+                and self._is_numpy(node, depth)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            return node.func.attr not in _NOT_ARRAY_ATTRS and self._is_numpy(node.func, depth)
+            return node.func.attr not in _NOT_ARRAY_ATTRS | _SCALAR_ATTRS \
+                and self._is_numpy(node.func, depth) \
+                and all(self._is_numeric_arg(a, depth) for a in node.args) \
+                and all(self._is_numeric_arg(k.value, depth) for k in node.keywords)
         return False
+
+    def _is_numeric_arg(self, node: ast.AST, depth: int) -> bool:
+        """An argument of a numpy call building an image: numbers, flags, shapes, arrays
+        built in memory, or a numeric dtype (never a string, object or a str dtype)."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return node.value in _NUMERIC_DTYPES or bool(
+                    _NUMERIC_DTYPE_RE.fullmatch(node.value))
+            return node.value is None or isinstance(node.value, (int, float, bool))
+        if isinstance(node, ast.Name) and node.id in _NUMERIC_DTYPES:
+            return node.id not in self.bindings
+        if isinstance(node, ast.Attribute) and node.attr in _NUMERIC_DTYPES:
+            return self._is_numpy(node, depth)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self._is_numeric_arg(e, depth + 1) for e in node.elts)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_numeric_arg(node.operand, depth + 1)
+        if isinstance(node, ast.Slice):
+            return all(p is None or self._is_numeric_arg(p, depth + 1)
+                       for p in (node.lower, node.upper, node.step))
+        return self._is_array(node, depth + 1)
 
     def _is_numpy(self, node: ast.Attribute, depth: int) -> bool:
         root, names = _chain(node)
@@ -287,19 +366,29 @@ class _Checker(ast.NodeVisitor):
         return next((k.value for k in node.keywords if k.arg == "filename_or_array"), None)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._check_attribute(node)
+        self.generic_visit(node)
+
+    def _check_attribute(self, node: ast.Attribute) -> None:
+        """The rules for `x.attr`, also applied to `getattr(x, "attr")` and setattr/delattr."""
         attr = node.attr
+        dunder = attr.startswith("__") and attr.endswith("__")
         if attr == "animate" and self._is_camera(node.value):
             self.flag(node, _CAMERA_RULE)
-        elif attr.startswith("__") and attr.endswith("__") and attr not in P.SAFE_DUNDERS:
+        elif dunder and attr not in P.SAFE_DUNDERS:
             self.flag(node, f"attribute '{attr}' reaches interpreter internals; not allowed")
+        elif attr.startswith("_") and not dunder and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            self.flag(node, f"private attribute '.{attr}' of another object is not allowed "
+                            "(only self._name); use its public API")
         elif attr in P.DANGEROUS_ATTRS:
             self.flag(node, f"attribute '.{attr}' reaches the OS, files or interpreter; "
                             "not allowed in a scene")
         elif attr in P.ASSET_CALLS:
             self.flag(node, f"'.{attr}' loads external files or writes outside the render")
         elif attr in P.CONFIG_PATH_KEYS:
-            self.flag(node, f"manim setting '{attr}' redirects files or launches programs; "
-                            "the render sets it")
+            self.flag(node, f"'.{attr}' is a manim setting or attribute that reads or "
+                            "redirects files or launches programs; the render sets it")
         else:
             root, names = _chain(node)
             if isinstance(root, ast.Name) and root.id in self.aliases:
@@ -307,9 +396,46 @@ class _Checker(ast.NodeVisitor):
                 if problem:
                     self.flag(node, problem)
                     return  # one report per chain
+            elif (attr in P.DANGEROUS_MODULE_NAMES or attr == "types") and not (
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                # a module held by an object verify cannot follow (a parameter, a list
+                # item): `(lambda m: m.warnings)(mobject.mobject)`
+                self.flag(node, f"attribute '.{attr}' reaches the '{attr}' module; not "
+                                "allowed in a scene")
+                return
             if attr == "tex_compiler" and isinstance(node.ctx, ast.Store):
                 self.flag(node, "setting tex_compiler is not allowed (manim picks latex)")
+
+    # --- structural pattern matching: `case C(name=x)` reads subject.name -----
+    def visit_Match(self, node: ast.Match) -> None:
+        for case in node.cases:
+            self._check_pattern(case.pattern, node.subject)
         self.generic_visit(node)
+
+    def _check_pattern(self, pattern: ast.pattern, subject: ast.expr) -> None:
+        """Class patterns look attributes up on what they match (`match np: case
+        object(save=f)` binds np.save): each keyword is checked as `subject.name`, and the
+        patterns under it as matching that attribute."""
+        if isinstance(pattern, ast.MatchClass):
+            for name, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns, strict=True):
+                looked_up = ast.copy_location(
+                    ast.Attribute(value=subject, attr=name, ctx=ast.Load()), sub)
+                self._check_attribute(looked_up)
+                self._check_pattern(sub, looked_up)
+            unknown = ast.copy_location(ast.Name(id="_", ctx=ast.Load()), pattern)
+            for sub in pattern.patterns:  # positional: attributes named by __match_args__
+                self._check_pattern(sub, unknown)
+        elif isinstance(pattern, (ast.MatchOr, ast.MatchSequence)):
+            for sub in pattern.patterns:
+                self._check_pattern(sub, subject if isinstance(pattern, ast.MatchOr)
+                                    else ast.copy_location(ast.Name(id="_", ctx=ast.Load()),
+                                                           sub))
+        elif isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            self._check_pattern(pattern.pattern, subject)
+        elif isinstance(pattern, ast.MatchMapping):
+            for sub in pattern.patterns:
+                self._check_pattern(sub, ast.copy_location(ast.Name(id="_", ctx=ast.Load()),
+                                                           sub))
 
     # --- loops and allocations (render would kill them; say so up front) ---
     def visit_While(self, node: ast.While) -> None:
@@ -358,8 +484,18 @@ class _Checker(ast.NodeVisitor):
             self._check_reflection(node, name)
         if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
             self._check_format(node, func)
-        if any(k.arg is None for k in node.keywords) and name in ("Code", *P.ASSET_CALLS):
+        if any(k.arg is None for k in node.keywords) and name in (
+                "Code", "TexTemplate", "replace", "tempconfig", "update", *P.ASSET_CALLS):
             self.flag(node, f"{name}(**...) hides which arguments it gets; pass them by name")
+        if isinstance(func, ast.Attribute) and func.attr == "show" and self._is_viewer(node):
+            self.flag(node, "Mobject.show() / Image.show() save the frame and start an image "
+                            "viewer process; add the mobject to the scene instead")
+        if name == "tempconfig" or (isinstance(func, ast.Attribute) and func.attr == "update"
+                                    and self._is_config(func.value)):
+            if not all(isinstance(a, ast.Dict) and None not in a.keys
+                       and all(isinstance(k, ast.Constant) for k in a.keys) for a in node.args):
+                self.flag(node, f"{name}(...) of manim settings needs a literal dict with "
+                                "literal keys (settings that redirect files are not allowed)")
         if name == "Code" and (node.args or any(k.arg in ("file_name", "code_file")
                                                 for k in node.keywords)):
             self.flag(node, "Code(...) may only take code_string=...; reading files is not allowed")
@@ -377,6 +513,22 @@ class _Checker(ast.NodeVisitor):
         else:
             self.generic_visit(node)
 
+    def _is_config(self, node: ast.AST) -> bool:
+        """True when NODE names manim's config (`config`, `manim.config`, an alias)."""
+        root, names = _chain(node)
+        return isinstance(root, ast.Name) and ".".join(
+            [self.aliases.get(root.id, ""), *names]) in ("manim.config", "manim._config.config")
+
+    def _is_viewer(self, node: ast.Call) -> bool:
+        """A `.show(...)` that is Mobject.show(camera=None) or PIL's Image.show(title=None),
+        not a caption lane's `lane.show(text, ...)`: no text, or a camera as its argument."""
+        if any(k.arg in ("camera", "title") for k in node.keywords):
+            return True
+        if not node.args:
+            return not any(k.arg == "text" for k in node.keywords)
+        return self._camera_ref(node.args[0]) is not None or (
+            isinstance(node.args[0], ast.Name) and node.args[0].id == "camera")
+
     def _check_reflection(self, node: ast.Call, name: str) -> None:
         target = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(target, ast.Constant) and isinstance(target.value, str)):
@@ -384,10 +536,22 @@ class _Checker(ast.NodeVisitor):
                             "(string-built lookups can reach anything)")
             return
         attr = target.value
-        if attr.startswith("_") or attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
-            self.flag(node, f"{name}(..., '{attr}') reaches internals; not allowed")
-        elif attr == "animate" and node.args and self._is_camera(node.args[0]):
-            self.flag(node, _CAMERA_RULE)
+        if attr.startswith("_"):
+            self.flag(node, f"{name}(..., '{attr}') reaches a private or interpreter-internal "
+                            "attribute; not allowed")
+            return
+        if attr in P.DANGEROUS_ATTRS or attr in P.CONFIG_PATH_KEYS:
+            self.flag(node, f"{name}(..., '{attr}') is .{attr}, which reaches the OS, files, "
+                            "processes or manim's file settings; not allowed in a scene")
+            return
+        # the lookup it stands for, checked by every attribute rule: getattr(np, "lib") is
+        # np.lib, setattr(t, "tex_compiler", v) sets t.tex_compiler
+        ctx = {"getattr": ast.Load(), "setattr": ast.Store(), "delattr": ast.Del()}[name]
+        as_attr = _as_attribute(node, ctx)
+        if as_attr is not None:
+            self._check_attribute(as_attr)
+            if name == "setattr" and len(node.args) > 2:
+                self._bind(as_attr, node.args[2])
 
     # --- string annotations, str.format ---------------------------------------
     def _check_annotation(self, annotation: ast.AST | None) -> None:
@@ -407,6 +571,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._check_annotation(node.returns)
+        if node.name in P.MANIM_FILE_HOOKS:
+            self.flag(node, f"defining '{node.name}' overrides a manim hook that is handed a "
+                            "file path or a parsed file; not allowed in a scene")
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
@@ -454,6 +621,10 @@ class _Checker(ast.NodeVisitor):
                 self._flag_dark(value)
         elif isinstance(target, ast.Subscript):
             key = target.slice
+            if not isinstance(key, ast.Constant) and self._is_config(target.value):
+                self.flag(target, "manim settings may only be set by a literal name "
+                                  "(config['name'] = ...); settings that redirect files are "
+                                  "not allowed")
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 if key.value in P.CONFIG_PATH_KEYS:
                     self.flag(target, f"manim setting '{key.value}' is not allowed in a scene")
@@ -546,6 +717,38 @@ def _collect_bindings(tree: ast.AST, checker: _Checker) -> None:
                     checker.bindings.setdefault(name, []).append(None)
 
 
+def _collect_module_aliases(tree: ast.AST, checker: _Checker) -> None:
+    """Names bound to a module or an object whose attributes are module paths, wherever
+    they are bound: imports, and plain assignments of such a chain (`n = np`,
+    `m = getattr(np, "lib")`, `a, b = np, 1`, `(c := config)`), so `n.lib` is numpy.lib."""
+    scout = _Checker(light_prompt=False)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            scout.visit(node)
+    pairs: list[tuple[ast.AST, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs.extend((t, node.value) for t in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs.append((node.target, node.value))
+    flat: list[tuple[str, ast.AST]] = []
+    while pairs:
+        target, value = pairs.pop()
+        if isinstance(target, ast.Name):
+            flat.append((target.id, value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            pairs.extend(zip(target.elts, value.elts, strict=True))
+    aliases = dict(scout.aliases)
+    for _ in range(4):  # aliases of aliases
+        for name, value in flat:
+            root, names = _chain(value)
+            if isinstance(root, ast.Name) and root.id in aliases and name not in aliases:
+                aliases[name] = ".".join([aliases[root.id], *names])
+    for name, path in aliases.items():
+        checker.aliases.setdefault(name, path)
+
+
 def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
     """Statically check scene code; on rejection give the first problem and its line."""
     try:
@@ -569,6 +772,7 @@ def verify_scene(code: str, prompt: str | None = None) -> VerifyResult:
             elif ref == "frame":
                 checker.frame_aliases.add(target.id)
     _collect_bindings(tree, checker)
+    _collect_module_aliases(tree, checker)
     try:
         checker.visit(tree)
     except RecursionError:
