@@ -22,9 +22,10 @@ Starting
     start_session(argv, die_with_parent=, **popen_kwargs)  Popen in a new session
     start_process(argv, env=, log_path=, cwd=, user=)      the same, output to a log file,
                                  dying with its parent (a server, a worker, a database)
-    run(argv, timeout=, input=, cwd=, env=)  a bounded tool run (ffmpeg, espeak-ng, a manim
-                                 probe) in a session of its own, output captured as text; on
-                                 timeout its whole group is killed, then TimeoutExpired
+    run(argv, timeout=, input=, cwd=, env=, limits=)  a bounded tool run (ffmpeg, espeak-ng,
+                                 a manim probe) in a session of its own, output captured as
+                                 text; on timeout its whole group is killed, then
+                                 TimeoutExpired; `limits`: hard rlimits for the child
 
 Looking
     pid_alive(pid)               the process exists and is not a zombie
@@ -59,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -66,7 +68,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -209,16 +211,34 @@ def start_process(argv: Sequence[str], *, env: dict[str, str], log_path: Path,
                              user=user)
 
 
+def _limited(limits: Mapping[int, int]) -> Callable[[], None]:
+    """preexec_fn: die with the parent, then hard rlimits (resource.RLIMIT_* -> value)."""
+    def preexec() -> None:
+        die_with_parent()
+        for which, value in limits.items():
+            resource.setrlimit(which, (value, value))
+    return preexec
+
+
 def run(argv: Sequence[str], *, timeout: float, input: str | None = None,
         cwd: Path | str | None = None, env: dict[str, str] | None = None,
-        ) -> subprocess.CompletedProcess:
+        limits: Mapping[int, int] | None = None) -> subprocess.CompletedProcess:
     """subprocess.run(argv, capture_output=True, text=True, timeout=...) with the child in a
     session of its own, dying with this process: at the timeout its whole process group is
     killed (subprocess.run kills only the direct child, so a grandchild such as LaTeX under
-    manim would live on), then subprocess.TimeoutExpired is raised as subprocess.run does."""
-    proc = start_session(argv, die_with_parent=True, cwd=cwd, env=env, text=True,
+    manim would live on), then subprocess.TimeoutExpired is raised as subprocess.run does.
+    `limits` ({resource.RLIMIT_AS: bytes, ...}) are set as hard limits in the child before
+    it execs (what reads files a render handed back: ffmpeg, ffprobe)."""
+    extra: dict = {"preexec_fn": _limited(dict(limits)), "errors": "replace"} if limits \
+        else {"die_with_parent": True}
+    proc = start_session(argv, cwd=cwd, env=env, text=True, **extra,
                          stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return _finish(argv, proc, input, timeout)
+
+
+def _finish(argv: Sequence[str], proc: subprocess.Popen, input: str | None,
+            timeout: float) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate(input=input, timeout=timeout)
     except BaseException:  # the timeout, or Ctrl-C while it ran: nothing of it stays behind

@@ -3,6 +3,14 @@
 Every step writes its output under a temporary name beside the target and renames it at
 the end, so a killed ffmpeg never leaves a half-written file under the real name. Errors
 raise `MuxError` with the last line ffmpeg printed.
+
+The scene videos and stills these steps read were checked and remade by the parent when
+their render ended (`mythloop.mediacheck`, the sandbox's intake); still, every ffmpeg and
+ffprobe here runs under rlimits (memory, CPU, the largest file it may write) and a
+deadline, reads through the `file` protocol only, and writes at most `output_cap` of its
+inputs (`-fs`; a step that reaches the cap fails). The stitch reads only links it made
+itself, under plain names (`000.mp4`, the concat demuxer's `-safe 1`), each checked again
+by its structure (`mediacheck.check_structure`).
 """
 
 from __future__ import annotations
@@ -11,14 +19,16 @@ import base64
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from mythloop import procs
+from mythloop import mediacheck, procs
 from mythloop.fileio import replacing
+from mythloop.mediacheck import MediaRejected, output_cap, tool_limits
 
 __all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
            "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time",
@@ -38,18 +48,36 @@ def _ffmpeg() -> str:
     return exe
 
 
-def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0) -> None:
-    proc = procs.run(args, cwd=cwd, timeout=timeout)
+_ONLY_FILES = ["-protocol_whitelist", "file"]  # an input option: before each -i
+_MP4 = ["-f", mediacheck.MP4_DEMUXER]  # a scene video or film is read as an mp4, never probed
+
+
+def _run(args: list[str], *, cwd: Path | None = None, timeout: float = 600.0,
+         write_bytes: int = 1 << 20) -> None:
+    """ffmpeg ARGS under rlimits (CPU = the timeout, files up to WRITE_BYTES) and a deadline."""
+    try:
+        proc = procs.run(args, cwd=cwd, timeout=timeout,
+                         limits=tool_limits(cpu_s=timeout, write_bytes=write_bytes))
+    except subprocess.TimeoutExpired:
+        raise MuxError(f"{Path(args[0]).name} took over {timeout:.0f} s and was stopped") \
+            from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise MuxError(f"{Path(args[0]).name} failed (exit {proc.returncode}): "
                        f"{lines[-1] if lines else 'no output'}")
 
 
-def _produce(args: list[str], out: Path, *, cwd: Path | None = None) -> Path:
-    """Run ffmpeg `args` + a temp output beside `out`, then rename it to `out`."""
+def _produce(args: list[str], out: Path, *, inputs: Sequence[Path | str],
+             cwd: Path | None = None, timeout: float = 600.0) -> Path:
+    """Run ffmpeg `args` + a temp output beside `out`, then rename it to `out`. The output
+    may be at most `output_cap(inputs)` bytes: a step that reaches it fails (MuxError)."""
+    cap = output_cap(list(inputs))
     with replacing(out) as tmp:
-        _run([*args, str(tmp.resolve())], cwd=cwd)
+        _run([*args, "-fs", str(cap), str(tmp.resolve())], cwd=cwd, timeout=timeout,
+             write_bytes=cap + (1 << 20))
+        if tmp.stat().st_size >= cap:
+            raise MuxError(f"ffmpeg's {out.name} reached its size cap ({cap} bytes, from "
+                           "its inputs): an input is not what the film made")
     return out
 
 
@@ -86,8 +114,12 @@ def probe(path: Path | str) -> dict:
         exe = shutil.which("ffprobe")
         if not exe:
             raise MuxError("ffprobe not found; fix: apt-get install ffmpeg (make setup installs it)")
-        proc = procs.run([exe, "-v", "error", "-show_streams", "-show_format", "-of", "json",
-                          str(path)], timeout=60)
+        try:
+            proc = procs.run([exe, "-v", "error", *_ONLY_FILES, "-show_streams",
+                              "-show_format", "-of", "json", str(path)], timeout=60,
+                             limits=tool_limits(cpu_s=60, memory_bytes=1 << 30))
+        except subprocess.TimeoutExpired:
+            raise MuxError(f"ffprobe took over 60 s on {path}") from None
         if proc.returncode != 0:
             raise MuxError(f"ffprobe cannot read {path}: {proc.stderr.strip()[:200]}")
         text = proc.stdout
@@ -112,9 +144,12 @@ def duration_of(path: Path | str, kind: str | None = None) -> float:
 def frame_stats(video: Path) -> list[dict[str, float]]:
     """Per frame of `video`: its time `t` and ffmpeg signalstats' luma figures (YAVG, YMIN,
     YMAX, ... on a 0-255 scale)."""
-    proc = procs.run([_ffmpeg(), "-v", "error", "-i", str(video), "-vf",
-                      "signalstats,metadata=print:file=-", "-an", "-f", "null", "-"],
-                     timeout=300)
+    try:
+        proc = procs.run([_ffmpeg(), "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video), "-vf",
+                          "signalstats,metadata=print:file=-", "-an", "-f", "null", "-"],
+                         timeout=300, limits=tool_limits(cpu_s=300))
+    except subprocess.TimeoutExpired:
+        raise MuxError(f"ffmpeg took over 300 s measuring {video}") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise MuxError(f"ffmpeg could not measure {video}: {lines[-1] if lines else 'no output'}")
@@ -162,26 +197,32 @@ def hold_last_frame(video: Path, seconds: float, out: Path, *,
     """A copy of `video` that stays `seconds` longer on one frame (re-encoded, same size):
     the last frame, or with `at` the frame at `at` seconds (the rest plays after the hold)."""
     if at is None:
-        return _produce([_ffmpeg(), "-y", "-v", "error", "-i", str(video),
+        return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video),
                          "-vf", f"tpad=stop_mode=clone:stop_duration={seconds:.3f}",
-                         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
+                         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out,
+                        inputs=[video])
     cut = at + 0.001
     graph = (f"[0:v]split[a][b];[a]trim=end={cut:.3f},setpts=PTS-STARTPTS,"
              f"tpad=stop_mode=clone:stop_duration={seconds:.3f}[held];"
              f"[b]trim=start={cut:.3f},setpts=PTS-STARTPTS[rest];"
              "[held][rest]concat=n=2:v=1:a=0[v]")
-    return _produce([_ffmpeg(), "-y", "-v", "error", "-i", str(video),
+    return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video),
                      "-filter_complex", graph, "-map", "[v]",
-                     "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out)
+                     "-c:v", "libx264", "-pix_fmt", "yuv420p", "-an"], out, inputs=[video])
 
 
 def still_clip(image: Path, seconds: float, out: Path, *, fps: int = 15) -> Path:
     """A SECONDS-long video of IMAGE held still (a still scene in a film), encoded like the
     held frames above (libx264, yuv420p, FPS), so it stitches with the animated scenes."""
-    return _produce([_ffmpeg(), "-y", "-v", "error", "-loop", "1", "-framerate", str(fps),
+    try:  # the intake remade it; its header once more before a decoder sees it
+        mediacheck.check_structure(image, "image")
+    except MediaRejected as exc:
+        raise MuxError(f"still_clip: {exc}") from None
+    return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-f", mediacheck.PNG_DEMUXER,
+                     "-loop", "1", "-framerate", str(fps),
                      "-i", str(image), "-t", f"{seconds:.3f}", "-vf", "pad=ceil(iw/2)*2:"
                      "ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-r", str(fps),
-                     "-an", "-f", "mp4"], out)
+                     "-an", "-f", "mp4"], out, inputs=[image])
 
 
 def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
@@ -195,13 +236,17 @@ def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
             part = work / f"{index:03d}.wav"
             source = (["-i", str(clip), "-af", "apad"] if clip else
                       ["-f", "lavfi", "-i", f"anullsrc=r={_AUDIO_RATE}:cl=mono"])
-            _run([_ffmpeg(), "-y", "-v", "error", *source, "-t", f"{span:.3f}",
-                  "-ar", str(_AUDIO_RATE), "-ac", "1", "-c:a", "pcm_s16le", str(part)])
+            # 16-bit mono at _AUDIO_RATE: span seconds of it, and a header
+            size = int(span * _AUDIO_RATE * 2) + (1 << 16)
+            _run([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *source, "-t", f"{span:.3f}",
+                  "-ar", str(_AUDIO_RATE), "-ac", "1", "-c:a", "pcm_s16le", "-fs", str(size),
+                  str(part)], write_bytes=size + (1 << 20))
             parts.append(part)
-        listing = work / "list.txt"
+        listing = work / "list.txt"  # names this function made: the concat demuxer's safe mode
         listing.write_text("".join(f"file '{p.name}'\n" for p in parts), encoding="utf-8")
-        return _produce([_ffmpeg(), "-y", "-v", "error", "-f", "concat", "-safe", "0",
-                         "-i", listing.name, "-c", "copy"], out, cwd=work)
+        return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-f", "concat",
+                         "-safe", "1", "-i", listing.name, "-c", "copy"], out, cwd=work,
+                        inputs=parts)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -226,10 +271,12 @@ def mux_film(video: Path, out: Path, *, audio: Path | None = None,
              subtitles: Path | None = None, burn: bool = False) -> Path:
     """`video` plus an AAC audio track and subtitles: a soft mov_text track, or burnt into
     the picture with `burn` (re-encodes the video)."""
-    args = [_ffmpeg(), "-y", "-v", "error", "-i", str(video.resolve())]
+    args = [_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, *_MP4, "-i", str(video.resolve())]
     maps = ["-map", "0:v:0"]
+    inputs: list[Path] = [video]
     if audio:
-        args += ["-i", str(audio.resolve())]
+        inputs.append(audio)
+        args += [*_ONLY_FILES, "-i", str(audio.resolve())]
         maps += ["-map", "1:a:0"]
     codecs = ["-c:a", "aac", "-b:a", "96k"] if audio else []
     cwd = None
@@ -242,17 +289,18 @@ def mux_film(video: Path, out: Path, *, audio: Path | None = None,
     else:
         codecs += ["-c:v", "copy"]
         if subtitles:
-            args += ["-i", str(subtitles.resolve())]
+            args += [*_ONLY_FILES, "-i", str(subtitles.resolve())]
             maps += ["-map", f"{2 if audio else 1}:s:0"]
             codecs += ["-c:s", "mov_text", "-metadata:s:s:0", "language=eng"]
-    return _produce([*args, *maps, *codecs, "-movflags", "+faststart"], out, cwd=cwd)
+    return _produce([*args, *maps, *codecs, "-movflags", "+faststart"], out, cwd=cwd,
+                    inputs=inputs)
 
 
 def poster_frame(video: Path, out: Path, *, at: float | None = None) -> Path:
     """A PNG of the frame at `at` seconds (default: the middle of the video)."""
     when = duration_of(video, "video") / 2 if at is None else at
-    return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", "-i", str(video),
-                     "-frames:v", "1", "-f", "image2"], out)
+    return _produce([_ffmpeg(), "-y", "-v", "error", "-ss", f"{when:.3f}", *_ONLY_FILES,
+                     *_MP4, "-i", str(video), "-frames:v", "1", "-f", "image2"], out, inputs=[video])
 
 
 def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
@@ -260,32 +308,45 @@ def thumbnail_data_url(image: Path, *, width: int = 320) -> str:
     show a picture without a server to fetch it from."""
     with tempfile.TemporaryDirectory(prefix="mythloop-thumb-") as tmp:
         out = Path(tmp) / "thumb.jpg"
-        _run([_ffmpeg(), "-y", "-v", "error", "-i", str(image), "-vf", f"scale={width}:-2",
-              "-frames:v", "1", "-q:v", "5", str(out)], timeout=60)
+        _run([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-i", str(image), "-vf",
+              f"scale={width}:-2", "-frames:v", "1", "-q:v", "5", "-fs", str(4 << 20),
+              str(out)], timeout=60, write_bytes=5 << 20)
         return "data:image/jpeg;base64," + base64.b64encode(out.read_bytes()).decode("ascii")
 
 
 def concat_videos(videos: Sequence[Path | str], target: Path | str) -> Path:
-    """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding."""
+    """Concatenate VIDEOS in order into TARGET with the concat demuxer, without re-encoding.
+
+    Each video is checked by its structure (an mp4, no long edit list: `mediacheck`) and
+    linked into a private folder as `000.mp4`, `001.mp4`, ...: the list names only those
+    (the demuxer's safe mode), never a path a scene could have chosen, and the film is at
+    most `output_cap` of the videos' size."""
     if not videos:
         raise ValueError("no scene videos to stitch")
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    listing = target.with_name(f".{target.stem}.concat.txt")
-    lines = []
-    for video in videos:
-        path = str(Path(video).resolve()).replace("'", "'\\''")
-        lines.append(f"file '{path}'")
-    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    work = Path(tempfile.mkdtemp(prefix=f".{target.stem}.stitch-", dir=target.parent))
     try:
-        with replacing(target) as tmp:
-            done = procs.run(
-                ["ffmpeg", "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i",
-                 str(listing), "-c", "copy", "-movflags", "+faststart", str(tmp)],
-                timeout=600)
-            if done.returncode != 0 or not tmp.is_file():
-                raise RuntimeError(f"ffmpeg could not stitch the scenes: "
-                                   f"{done.stderr.strip()[-500:] or done.returncode}")
+        names = []
+        for index, video in enumerate(videos):
+            try:
+                mediacheck.check_structure(video, "video")
+            except MediaRejected as exc:
+                raise MuxError(f"could not stitch scene {index + 1}: {exc}") from None
+            name = f"{index:03d}.mp4"
+            try:
+                os.link(video, work / name)
+            except OSError:  # another filesystem
+                os.symlink(os.path.realpath(video), work / name)
+            names.append(name)
+        (work / "list.txt").write_text("".join(f"file '{n}'\n" for n in names),
+                                       encoding="utf-8")
+        try:
+            _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-f", "concat", "-safe", "1",
+                      "-i", "list.txt", "-c", "copy", "-movflags", "+faststart", "-f", "mp4"],
+                     target, cwd=work, inputs=list(videos))
+        except MuxError as exc:
+            raise RuntimeError(f"ffmpeg could not stitch the scenes: {exc}") from None
     finally:
-        listing.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
     return target

@@ -42,7 +42,14 @@ from mythloop import procs
 from mythloop.fileio import copy_file_atomic, write_text_atomic
 from mythloop.mythos.code.safe_ast import parse
 from mythloop.mythos.code.scenes import module_source
-from mythloop.mythos.sandbox import footprint, formula_cache, layout_frames, render_pool, stage_tree
+from mythloop.mythos.sandbox import (
+    footprint,
+    formula_cache,
+    intake,
+    layout_frames,
+    render_pool,
+    stage_tree,
+)
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom, probe_source
 from mythloop.mythos.sandbox.sandbox_classify import classify
 from mythloop.mythos.sandbox.sandbox_policy import SCENE_HELPERS
@@ -790,6 +797,11 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
+    if kind == "ok":  # each output checked and remade by the parent before anything reads it
+        taken, refused = intake.take_over(list(found.values()), quality=quality,
+                                          max_bytes=limits.file_bytes, namespaced=namespaced)
+        if taken != "ok":  # refused: nothing handed over; the reason ends the log tail too
+            kind, message, found, log = taken, refused, {}, f"{log}\n{refused}"
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms,
                                 ordered[-1][1] if ordered else None) \
