@@ -125,12 +125,15 @@ def output_cap(inputs: list[Path | str] | tuple[Path | str, ...], *, factor: int
     return factor * total + extra
 
 
-def check(path: Path | str, kind: MediaKind, bounds: Bounds | None = None) -> MediaInfo:
+def check(path: Path | str, kind: MediaKind, bounds: Bounds | None = None, *,
+          timeout: float | None = None) -> MediaInfo:
     """PATH as KIND ("video": an mp4 of H.264 video with AAC audio or none; "image": a
-    PNG), within BOUNDS; MediaRejected with the reason otherwise."""
+    PNG), within BOUNDS; MediaRejected with the reason otherwise. The probe gets at most
+    TIMEOUT seconds (and never more than its own 15 s)."""
     bounds = bounds or Bounds()
     size = check_structure(path, kind, bounds)
-    return _probed(Path(path), kind, size, bounds)
+    return _probed(Path(path), kind, size, bounds,
+                   _PROBE_TIMEOUT if timeout is None else max(0.5, min(timeout, _PROBE_TIMEOUT)))
 
 
 def check_structure(path: Path | str, kind: MediaKind, bounds: Bounds | None = None) -> int:
@@ -277,14 +280,15 @@ def _probe_argv(path: Path, kind: MediaKind) -> list[str]:
             "-of", "json", f"file:{path.resolve()}"]
 
 
-def _probed(path: Path, kind: MediaKind, size: int, bounds: Bounds) -> MediaInfo:
+def _probed(path: Path, kind: MediaKind, size: int, bounds: Bounds,
+            timeout: float = _PROBE_TIMEOUT) -> MediaInfo:
     """ffprobe with the type's demuxer forced, only the file protocol, under rlimits and a
     deadline; every figure it reports checked against BOUNDS."""
     try:
-        done = procs.run(_probe_argv(path, kind), timeout=_PROBE_TIMEOUT,
+        done = procs.run(_probe_argv(path, kind), timeout=timeout,
                          limits=tool_limits(cpu_s=_PROBE_TIMEOUT, memory_bytes=1 << 30))
     except subprocess.TimeoutExpired:
-        raise MediaRejected(f"{path.name}: probing it took over {_PROBE_TIMEOUT:.0f} s") from None
+        raise MediaRejected(f"{path.name}: probing it took over {timeout:.1f} s") from None
     if done.returncode != 0:
         said = [ln for ln in done.stderr.splitlines() if ln.strip()]
         raise MediaRejected(f"{path.name} is not a readable "

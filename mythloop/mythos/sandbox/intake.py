@@ -63,14 +63,20 @@ class _Job:
     cap: int = 0  # the most bytes the remade file may have
 
 
+def _left(deadline: float | None, cap: float) -> float:
+    """Seconds a step may take: its own CAP, or what is left before DEADLINE (monotonic)."""
+    return cap if deadline is None else max(0.5, min(cap, deadline - time.monotonic()))
+
+
 def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
-              namespaced: bool) -> tuple[RenderKind, str]:
+              namespaced: bool, deadline: float | None = None) -> tuple[RenderKind, str]:
     """Check and remake each of FILES (paths inside a finished render's stage) in place.
 
     ("ok", "") when all were accepted; otherwise (kind, one-line message): `scene_error`
     for a file that is not the media expected, `missing_tool` without ffmpeg/ffprobe,
     `resource_limit` when the parent's own disk refuses the copies, `interrupted` when a
-    Ctrl-C or SIGTERM stopped the remux."""
+    Ctrl-C or SIGTERM stopped the remux. DEADLINE (monotonic): the probes and the remux end
+    by then whatever their own caps (the render's timeout + a few seconds)."""
     if not files:
         return "ok", ""
     from mythloop.mythos.sandbox import render as R  # noqa: PLC0415 (cycle: render imports this module)
@@ -86,12 +92,13 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
             job = _Job(src, kind, box / f"in{index}{ext}", box / f"out{index}{ext}")
             shown = mediacheck.printable(src.name, 120)  # a name the scene may have chosen
             _copy_bounded(src, job.copy, bounds.max_bytes, shown=shown)
-            info = _checked(job.copy, kind, bounds, shown)
+            info = _checked(job.copy, kind, bounds, shown,
+                            timeout=_left(deadline, REMUX_TIMEOUT))
             # a copy's remux is about its input's size; a PNG at most its raw RGBA64 pixels
             job.cap = info.size + (1 << 20) if kind == "video" else \
                 info.width * info.height * 8 + (1 << 20)
             jobs.append(job)
-        _remux(R, box, jobs, namespaced)
+        _remux(R, box, jobs, namespaced, _left(deadline, REMUX_TIMEOUT))
         for job in jobs:
             # what the sandboxed ffmpeg wrote: its structure again (its figures were probed
             # on the input, and its packets are the input's)
@@ -121,14 +128,14 @@ def take_over(files: Sequence[Path], *, quality: str, max_bytes: int,
 
 
 def _checked(path: Path, kind: mediacheck.MediaKind, bounds: Bounds, shown: str, *,
-             probe: bool = True) -> mediacheck.MediaInfo:
+             probe: bool = True, timeout: float | None = None) -> mediacheck.MediaInfo:
     """mediacheck.check (`probe=False`: check_structure), its reason naming the file as
     SHOWN (not the copy's name)."""
     try:
         if not probe:
             size = mediacheck.check_structure(path, kind, bounds)
             return mediacheck.MediaInfo(kind=kind, size=size, width=0, height=0)
-        return mediacheck.check(path, kind, bounds)
+        return mediacheck.check(path, kind, bounds, timeout=timeout)
     except MediaRejected as exc:
         text = str(exc)
         raise MediaRejected(shown + text[len(path.name):] if text.startswith(path.name)
@@ -177,7 +184,8 @@ def _remux_argv(ffmpeg: str, jobs: list[_Job], inner: str) -> list[str]:
             "-protocol_whitelist", "file", *inputs, *outputs]
 
 
-def _remux(R, box: Path, jobs: list[_Job], namespaced: bool) -> None:  # noqa: N803 (the module)
+def _remux(R, box: Path, jobs: list[_Job], namespaced: bool,  # noqa: N803 (the module)
+           timeout: float = REMUX_TIMEOUT) -> None:
     """Run the remux in a sandbox of its own: the render's view, `nobody`, the seccomp
     filter, rlimits and a deadline, BOX (holding only the checked copies) its one writable
     folder. MediaRejected when ffmpeg fails, runs out of time or fills a cap."""
@@ -197,14 +205,14 @@ def _remux(R, box: Path, jobs: list[_Job], namespaced: bool) -> None:  # noqa: N
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": inner, "TMPDIR": inner}
     said = box.parent / f"{box.name}.remux.log"
     try:
-        code, timed_out = R._run(launcher, box, env, said, REMUX_TIMEOUT)
+        code, timed_out = R._run(launcher, box, env, said, timeout)
         tail = stage_tree.read_tail(said, 4096)
     finally:
         said.unlink(missing_ok=True)
     first = mediacheck.printable(jobs[0].src.name, 120)
     name = first if len(jobs) == 1 else f"{first} and the rest"
     if timed_out:
-        raise MediaRejected(f"{name}: remaking it took over {REMUX_TIMEOUT:.0f} s")
+        raise MediaRejected(f"{name}: remaking it took over {timeout:.1f} s")
     if code != 0:
         lines = [ln for ln in tail.splitlines() if ln.strip()]
         raise MediaRejected(f"{name}: ffmpeg could not remake it (exit {code}): "

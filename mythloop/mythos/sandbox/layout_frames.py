@@ -116,7 +116,7 @@ class Sample:
     last: np.ndarray
 
 
-def sample_frames(output: Path | str) -> list[Sample] | str:
+def sample_frames(output: Path | str, timeout: float = FRAME_TIMEOUT) -> list[Sample] | str:
     """Decode SAMPLES times of OUTPUT (the render's mp4, or the PNG of a still scene) in a
     sandbox; the samples, or one line saying why it could not be done."""
     from mythloop.mythos.sandbox import render as R  # noqa: PLC0415 (cycle: render imports this module)
@@ -152,7 +152,7 @@ def sample_frames(output: Path | str) -> list[Sample] | str:
                "TMPDIR": inner}
         log = stage.parent / f"{stage.name}.out"
         try:
-            code, timed_out = R._run(launcher, stage, env, log, FRAME_TIMEOUT)
+            code, timed_out = R._run(launcher, stage, env, log, timeout)
         finally:
             log.unlink(missing_ok=True)
         if timed_out or code != 0:
@@ -274,20 +274,23 @@ def frame_findings(samples: Sequence[Sample], record: dict | None,
 
 
 def judge(record_path: Path | str, output: Path | str | None,
-          zooms: Sequence[PlannedZoom] | None = None) -> list[Finding]:
+          zooms: Sequence[PlannedZoom] | None = None, *,
+          deadline: float | None = None) -> list[Finding]:
     """The layout verdict of a render: the record read as hostile data and judged
     (`check_layout`), then held against the rendered OUTPUT's frames (None: no frames, the
     record alone). At most MAX_FINDINGS findings; never raises on what the scene wrote."""
     record, problem = read_record(record_path)
-    return judge_record(record, problem, output, zooms)
+    return judge_record(record, problem, output, zooms, deadline=deadline)
 
 
 def judge_record(record: dict | None, problem: Finding | None, output: Path | str | None,
-                 zooms: Sequence[PlannedZoom] | None = None) -> list[Finding]:
+                 zooms: Sequence[PlannedZoom] | None = None, *,
+                 deadline: float | None = None) -> list[Finding]:
     """`judge` for a record already read (`layout_record.read_record`'s pair)."""
     findings = [problem] if problem is not None else check_layout(record or {}, zooms)
     if output is not None:
-        samples = sample_frames(output)
+        samples = sample_frames(output, FRAME_TIMEOUT if deadline is None else
+                                max(0.5, min(FRAME_TIMEOUT, deadline - time.monotonic())))
         if isinstance(samples, str):
             findings.insert(0, unchecked(samples))
         else:

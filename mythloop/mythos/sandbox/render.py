@@ -497,7 +497,8 @@ def _make_stage(namespaced: bool) -> Path:
     return stage.resolve()
 
 
-LOG_KEEP_BYTES = 8 << 20  # of a longer render log, DIR keeps this much of its end
+LOG_KEEP_BYTES = 8 << 20
+AFTER_RENDER_S = 15.0  # past the render's timeout, the parent's checks of its outputs end  # of a longer render log, DIR keeps this much of its end
 
 
 def _keep_log(src: Path, dst: Path) -> None:
@@ -797,14 +798,17 @@ def _render_staged(stage: Path, work: Path, *, name: str, code: str, scenes: lis
     if kind != "ok" and procs.STOPPING.is_set():  # stopped by Ctrl-C / SIGTERM, not the scene
         kind, message = "interrupted", ("render interrupted (Ctrl-C or SIGTERM) before it "
                                         "finished; not a scene error: rerun to render it")
+    # what the parent does with the outputs ends AFTER_RENDER_S past the render's timeout
+    after = started + timeout + AFTER_RENDER_S
     if kind == "ok":  # each output checked and remade by the parent before anything reads it
         taken, refused = intake.take_over(list(found.values()), quality=quality,
-                                          max_bytes=limits.file_bytes, namespaced=namespaced)
+                                          max_bytes=limits.file_bytes, namespaced=namespaced,
+                                          deadline=after)
         if taken != "ok":  # refused: nothing handed over; the reason ends the log tail too
             kind, message, found, log = taken, refused, {}, f"{log}\n{refused}"
     ordered = [(scene, found[scene]) for scene in scenes if scene in found]
     findings = _layout_findings(stage / "media" / _LAYOUT_FILE, layout_zooms,
-                                ordered[-1][1] if ordered else None) \
+                                ordered[-1][1] if ordered else None, deadline=after) \
         if layout and hooked and kind == "ok" else None  # no probe without the hooked worker
     placed = _hand_over_media(stage, work, [p for _, p in ordered]) if kind == "ok" else []
     outputs = [RenderOutput(scene=scene, kind="video" if src.suffix == ".mp4" else "image",
@@ -863,11 +867,12 @@ def prewarm(count: int) -> int:
 
 
 def _layout_findings(record_path: Path, zooms: list[PlannedZoom] | None = None,
-                     output: Path | None = None) -> list[Finding]:
+                     output: Path | None = None, *,
+                     deadline: float | None = None) -> list[Finding]:
     """The layout verdict (layout_frames.judge): the probe's record, read as hostile data
     (size cap, strict schema), held against OUTPUT's frames decoded in a sandbox of their
     own; a record or video that cannot be used is a finding, never an exception."""
-    return layout_frames.judge(record_path, output, zooms)
+    return layout_frames.judge(record_path, output, zooms, deadline=deadline)
 
 
 def _run_warm(stage: Path, spec: dict, spec_worker: dict, inner: str, token: str,
