@@ -27,7 +27,8 @@ the endpoint is asked (`--version`, GET /models) before the line is written."""
 
 
 def cases(workdir: Path) -> dict[str, list[str]]:
-    """Name -> argv. The bad inputs of issues 27 and 38, plus two baselines. Each bad input is
+    """Name -> argv. The bad inputs of issues 27 and 38, plus three baselines (the bare
+    interpreter, the import of typer that parses the command line, `mythloop --help`). Each bad input is
     answered by exit 2 and one line (`verify`: exit 1, its verdict on the scene). The backend
     cases run with PATH one empty folder and an OpenAI endpoint nobody listens on."""
     a_file = workdir / "a-file"
@@ -49,6 +50,7 @@ def cases(workdir: Path) -> dict[str, list[str]]:
     bare = ["env", f"PATH={no_path}", "MYTHLOOP_OPENAI_BASE_URL=http://127.0.0.1:9/v1", *CLI]
     out = {
         "python -c pass (baseline)": [sys.executable, "-c", "pass"],
+        "import typer (baseline)": [sys.executable, "-c", "import typer._adapters"],
         "mythloop --help (baseline)": [*CLI, "--help"],
         "sweep --results-dir /proc/nope/x": [*CLI, "sweep", "--rounds", "1",
                                              "--results-dir", "/proc/nope/x"],

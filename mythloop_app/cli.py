@@ -4,7 +4,7 @@ Each area of the project registers its own commands from
 `mythloop_app/commands/<area>.py` (a `register(app)` function), so this file stays
 small. Heavy imports (torch, Prefect, manim, pydantic_settings) happen inside the command
 bodies, which keeps `mythloop --help` and the answers to bad input fast (under a second; see
-bench/startup.py). What each option may hold is checked while the command line is parsed
+bench/bad_input.py). What each option may hold is checked while the command line is parsed
 (`mythloop_app/params.py`), before a command body runs.
 """
 

@@ -12,10 +12,10 @@ if str(BENCH) not in sys.path:
 import bad_input  # noqa: E402
 
 
-def test_cases_name_two_baselines_and_issue_27s_bad_inputs(tmp_path):
+def test_cases_name_three_baselines_and_issue_27s_bad_inputs(tmp_path):
     cases = bad_input.cases(tmp_path)
     assert [name for name in cases if "(baseline)" in name] == [
-        "python -c pass (baseline)", "mythloop --help (baseline)"]
+        "python -c pass (baseline)", "import typer (baseline)", "mythloop --help (baseline)"]
     assert len(cases) >= 6
     assert (tmp_path / "a-file").is_file() and (tmp_path / "empty_scene.py").read_text() == ""
 

@@ -2,7 +2,7 @@
 
 Each case runs the real CLI in a fresh interpreter and lists, as it exits, which of the heavy
 modules were imported: none of them may be (the time it takes is measured in
-bench/startup.py, not here), and no state folder is written.
+bench/bad_input.py, not here), and no state folder is written.
 """
 
 from __future__ import annotations
