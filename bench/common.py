@@ -25,16 +25,12 @@ from pathlib import Path
 import psutil
 
 from mythloop import procs
-from mythloop.fileio import write_json_atomic, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("prefect", "manim", "torch", "sentence-transformers", "numpy", "pydantic",
             "pyinstrument", "mythloop")
 
-__all__ = ["REPO", "stats", "ratio_stats", "peak_rss_mb", "TreeSampler", "run_child",
-           "machine_info", "bench_env", "loadavg", "write_json_atomic", "repo_on_path",
-           "process_cpu_s", "wait_until_idle", "write_text_atomic",
-           "CpuMeter", "wait_for_quiet", "part_main"]
+METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
 
 
 def stats(values: list[float]) -> dict:
@@ -331,6 +327,25 @@ def repo_on_path() -> None:
             sys.path.insert(0, path)
 
 
+def mythloop_cmd() -> list[str]:
+    """The `mythloop` command of this interpreter's environment (or `python -m mythloop_app`)."""
+    exe = Path(sys.executable).parent / "mythloop"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
+
+
+@contextlib.contextmanager
+def environ(**values: str):
+    """os.environ with VALUES set for the block, as it was after it."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def part_main(name: str) -> int:

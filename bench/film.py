@@ -21,10 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (
     CpuMeter,
     bench_env,
+    environ,
+    mythloop_cmd,
     ratio_stats,
     repo_on_path,
     run_child,
@@ -37,46 +38,23 @@ MODES = ("temporary_server", "server_up")  # no server running / `mythloop serve
 PROMPT = "the heat equation"
 
 
-class _RenderClock:
-    """Wraps `render_scene` to note when each render starts (seconds since `reset`)."""
-
-    def __init__(self) -> None:
-        import mythloop.mythos.sandbox.render as render_module
-
-        self.module, self.original = render_module, render_module.render_scene
-        self.t0, self.starts = time.perf_counter(), []
-
-    def reset(self) -> None:
-        self.t0, self.starts = time.perf_counter(), []
-
-    def __enter__(self) -> _RenderClock:
-        def clocked(*args, **kwargs):
-            self.starts.append(time.perf_counter() - self.t0)
-            return self.original(*args, **kwargs)
-
-        self.module.render_scene = clocked
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.module.render_scene = self.original
-
-
-def _film(runs_dir: Path, clock: _RenderClock, prompt: str, render: bool = True,
-          **options) -> dict:
-    """One film flow run; wall seconds, the manifest, and when its renders started."""
+def _film(runs_dir: Path, prompt: str, render: bool = True, **options) -> dict:
+    """One film flow run in this process; wall seconds, whether it completed, its manifest."""
     from mythloop.mythos.plan.request import FilmRequest
     from mythloop_flows.film import film
 
     request = FilmRequest(prompt=prompt, backend="replay", render=render, quality="l",
                           runs_dir=runs_dir, **options)
-    clock.reset()
     t0 = time.perf_counter()
     state = film(request, return_state=True)
     wall = time.perf_counter() - t0
+    return {"wall_s": wall, "ok": state.is_completed(), "manifest": _manifest(runs_dir)}
+
+
+def _manifest(runs_dir: Path) -> dict:
+    """The manifest of the latest film run under RUNS_DIR."""
     run_dir = max((runs_dir / "mythos").iterdir(), key=lambda p: p.stat().st_mtime)
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    return {"wall_s": wall, "ok": state.is_completed(), "run_dir": str(run_dir),
-            "manifest": manifest, "render_starts_s": list(clock.starts)}
+    return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
@@ -114,11 +92,11 @@ def _renders(manifest: dict) -> list[dict]:
             for r in manifest.get("renders", [])]
 
 
-def rerun_after_failure(workdir: Path, clock: _RenderClock, prompt: str) -> dict:
+def rerun_after_failure(workdir: Path, prompt: str) -> dict:
     """A film whose scene 1 fails (no repairs allowed), then the same film with one repair."""
     runs = workdir / "rerun-runs"
-    first = _film(runs, clock, prompt, max_repairs=0, fresh=True)
-    again = _film(runs, clock, prompt, max_repairs=1)
+    first = _film(runs, prompt, max_repairs=0, fresh=True)
+    again = _film(runs, prompt, max_repairs=1)
 
     def summary(film: dict) -> dict:
         renders = _renders(film["manifest"])
@@ -155,17 +133,12 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
         "cold_tiny_s", "cold_formula_s", "warm_tiny_s", "warm_formula_hit_s")}
 
     def timed_render(path: Path, out: str, **env: str) -> float:
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with environ(**env):
             t0 = time.perf_counter()
             result = render_module.render_scene(path, out_dir=workdir / out, timeout=300)
             if not result.ok:
                 raise RuntimeError(f"startup probe failed: {result.message}")
             return time.perf_counter() - t0
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
     warm_formula = workdir / "formula_warm.py"
     warm_formula.write_text(FORMULA_SCENE % "1")
@@ -187,26 +160,19 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
             "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
 
 
-def _mythloop() -> list[str]:
-    exe = Path(sys.executable).parent / "mythloop"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
-
-
 def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Path,
              render: bool = True) -> dict:
     """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
     CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
     without --render (stages, codegen and verify: what the DAG costs without its renders)."""
     rendering = ["--render"] if render else []
-    cmd = [*_mythloop(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
+    cmd = [*mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
            "--fresh", "--runs-dir", str(runs_dir)]
     result = run_child(cmd, env=bench_env(state), timeout=900, log=log, meter=meter)
     if result["returncode"] != 0:
         raise RuntimeError(f"the film command failed (exit {result['returncode']}): "
                            f"{result['tail'][-800:]}")
-    run_dir = max((runs_dir / "mythos").iterdir(), key=lambda p: p.stat().st_mtime)
-    result["run_dir"] = str(run_dir)
-    result["manifest"] = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    result["manifest"] = _manifest(runs_dir)
     return result
 
 
@@ -220,7 +186,7 @@ class _Server:
         self.log = log
         t0 = time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
-            self.proc = procs.start_session(self.meter.wrap([*_mythloop(), "server"]),
+            self.proc = procs.start_session(self.meter.wrap([*mythloop_cmd(), "server"]),
                                             env=bench_env(state), stdout=out,
                                             stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 240
@@ -356,8 +322,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
         return cpu, wall
 
     render_pool.shutdown()
-    os.environ["MYTHLOOP_WARM_WORKERS"] = "1"  # one worker: one render at a time
-    try:
+    with environ(MYTHLOOP_WARM_WORKERS="1"):  # one worker: one render at a time
         one_pass("warmup", True)  # the worker started, every formula in the cache
         rows: dict[str, list[float]] = {"with_probe_cpu_s": [], "without_probe_cpu_s": [],
                                         "with_probe_s": [], "without_probe_s": []}
@@ -366,9 +331,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
                 cpu, wall = one_pass(f"{key}-{i}", layout)
                 rows[f"{key}_cpu_s"].append(cpu)
                 rows[f"{key}_s"].append(wall)
-    finally:
-        os.environ.pop("MYTHLOOP_WARM_WORKERS", None)
-        render_pool.shutdown()
+    render_pool.shutdown()
     return {**{k: stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
             "probe_cpu_s": round(statistics.median(rows["with_probe_cpu_s"])
                                  - statistics.median(rows["without_probe_cpu_s"]), 2)}
@@ -425,13 +388,18 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
+def _say(line: str) -> None:
+    """A progress line on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _film_cpu(film: dict) -> float:
     """A film run's CPU seconds, with the server's share when a server was up."""
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
-                quiet_wait_s: float, say, uncached: bool = True) -> dict:
+                quiet_wait_s: float, uncached: bool = True) -> dict:
     """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
     machine; CPU of each run's whole process tree (the server's share too, when one is up).
     UNCACHED: each pair also runs plain manim with --disable_caching, as the film's renders
@@ -445,10 +413,9 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
         for i in range(repeats):
             for kind in kinds:
                 quiet = wait_for_quiet(quiet_load, quiet_wait_s)
-                say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
+                _say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
                     f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
-                meter = CpuMeter(kind)
-                try:
+                with CpuMeter(kind) as meter:
                     if kind == "film":
                         run, share = _with_server_share(
                             server, prompt, state, workdir / f"runs-{mode}-{i}", meter,
@@ -466,9 +433,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                         run = plain_manim(scene_file, "-a", workdir, meter, extra)
                         run["quiet"] = quiet
                         (uncached_runs if extra else plains).append(run)
-                finally:
-                    meter.close()
-        floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s, say)
+        floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s)
     finally:
         if server:
             server.stop()
@@ -529,7 +494,7 @@ def _with_server_share(server: _Server | None, *args, **kwargs) -> tuple[dict, f
 
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
-           quiet_load: float, quiet_wait_s: float, say, repeats: int = 2) -> dict:
+           quiet_load: float, quiet_wait_s: float, repeats: int = 2) -> dict:
     """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
     its whole tree): the same film without --render (the CLI, Prefect, the server's share, the
     stages, codegen and verify: the DAG without its renders), and one `import manim` (what
@@ -538,7 +503,7 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     orchestration, imports, server_imports = [], [], []
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
-        say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
+        _say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
         with CpuMeter("no-render") as meter:
             run, share = _with_server_share(
                 server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
@@ -594,7 +559,7 @@ def _median_breakdown(breakdowns: list[dict]) -> dict:
 def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
         workdir: Path | None = None, modes: tuple[str, ...] = MODES,
         quiet_load: float | None = None, quiet_wait_s: float = 300.0,
-        probe: bool = True, uncached: bool = True, say=None) -> dict:
+        probe: bool = True, uncached: bool = True) -> dict:
     """All film figures as a dict (for `bench/run_all.py`).
 
     Each mode: REPEATS pairs of `mythloop film ... --fresh` and plain manim of its final
@@ -607,7 +572,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
 
     from mythloop.mythos.sandbox import formula_cache
 
-    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     cores = os.cpu_count() or 1
     quiet_load = quiet_load if quiet_load is not None else cores / 2
     results: dict[str, dict] = {}
@@ -616,12 +580,12 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-film-")))
         for mode in modes:
             results[mode] = _mode_pairs(mode, repeats, prompt, workdir, quiet_load,
-                                        quiet_wait_s, say, uncached=uncached)
+                                        quiet_wait_s, uncached=uncached)
         first = results[modes[0]]
         last_film = first["films"][-1]
         split = None
         if probe:
-            say("[bench film] the final scenes one at a time, with and without the layout "
+            _say("[bench film] the final scenes one at a time, with and without the layout "
                 "probe (what each render costs beyond plain manim)")
             manifest = last_film["manifest"]
             split = render_split(Path(manifest["scene_file"]),
@@ -631,11 +595,10 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         rerun_result = startup = None
         formulas = None
         if rerun:
-            say("[bench film] the rerun after a failed scene; start-up and LaTeX per render")
+            _say("[bench film] the rerun after a failed scene; start-up and LaTeX per render")
             stack.enter_context(prefect_server(start_server))
-            clock = stack.enter_context(_RenderClock())
             with contextlib.redirect_stdout(io.StringIO()):
-                rerun_result = rerun_after_failure(workdir, clock, prompt)
+                rerun_result = rerun_after_failure(workdir, prompt)
                 formulas = formula_cache.stats()
                 startup = startup_and_latex(workdir)
     manifest = last_film["manifest"]

@@ -16,20 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_env  # noqa: E402
-from sweep import plain_sweep  # noqa: E402
+from common import bench_env, mythloop_cmd
+from sweep import plain_sweep
 
-from mythloop.sweep import JudgeOptions, SweepConfig  # noqa: E402
+from mythloop.sweep import JudgeOptions, SweepConfig
 
 ROUNDS, REPLICATES, NOISE = 6, 5, 0.3
 
 
 def _cli_sweep(out: Path, conditions: list[str]) -> None:
-    exe = Path(sys.executable).parent / "mythloop"
-    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
-                                                            ["-m", "mythloop_app"]),
-           "sweep", "--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
+    cmd = [*mythloop_cmd(), "sweep", "--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
            str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE), "--results-dir",
            str(out)]
     done = subprocess.run(cmd, env=bench_env(out.parent / f"{out.name}-state"), text=True,

@@ -18,10 +18,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (
     REPO,
     bench_env,
+    environ,
+    mythloop_cmd,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
@@ -29,8 +30,9 @@ from common import (  # noqa: E402
     run_child,
     stats,
     wait_until_idle,
-    write_text_atomic,
 )
+
+from mythloop.fileio import write_text_atomic
 
 FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
 
@@ -202,9 +204,7 @@ def first_flow_seconds() -> float:
 
 def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    exe = Path(sys.executable).parent / "mythloop"
-    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
-           ["-m", "mythloop_app.cli"]), "sweep", "--judge", "simulated", "--noise", "0.2",
+    cmd = [*mythloop_cmd(), "sweep", "--judge", "simulated", "--noise", "0.2",
            "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
            "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
     env = bench_env(state_dir)
@@ -244,11 +244,9 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     exe = _fake_gemini(workdir)
-    saved = {k: os.environ.get(k) for k in ("FAKE_MODE", "FAKE_DELAY", "PYTHONPATH")}
-    os.environ.update(FAKE_MODE="judge", FAKE_DELAY=f"{delay_s:g}", PYTHONPATH=os.pathsep.join(
-        p for p in (str(REPO), saved["PYTHONPATH"]) if p))
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     runs = {}
-    try:
+    with environ(FAKE_MODE="judge", FAKE_DELAY=f"{delay_s:g}", PYTHONPATH=path):
         for n in levels:
             config = SweepConfig(conditions=["c0", "c3"], rounds=rounds, replicates=1,
                                  judge="gemini", judge_options=JudgeOptions(command=str(exe)),
@@ -262,12 +260,6 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
                        "metrics": _metrics(result["results_dir"])}
             _note(f"latency stand-in --concurrency {n}: {wall:.1f} s "
                   f"(turns {runs[n]['turns_s']:.1f} s)")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     lo, hi = min(levels), max(levels)
     return {
         "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
