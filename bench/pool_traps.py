@@ -9,47 +9,19 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from mythloop.skills import Skill, load_catalog
+
 REPO = Path(__file__).resolve().parents[1]
-TIERS = ("real", "poisoned", "competing", "noise")
 
 
-@dataclass(frozen=True)
-class PoolSkill:
-    """Name, description and tier of one SKILL.md."""
-
-    name: str
-    description: str
-    tier: str
-
-
-def read_frontmatter(path: Path) -> dict:
-    """Return the YAML frontmatter of a SKILL.md as a dict."""
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        raise ValueError(f"{path}: no YAML frontmatter (file must start with '---')")
-    end = text.find("\n---", 4)
-    if end < 0:
-        raise ValueError(f"{path}: frontmatter is not closed with '---'")
-    data = yaml.safe_load(text[4:end])
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: frontmatter is not a mapping")
-    return data
-
-
-def load_pool(pool: Path) -> list[PoolSkill]:
-    """Read every tiered SKILL.md under pool, sorted by name."""
-    skills = []
-    for tier in TIERS:
-        for md in sorted((pool / tier).glob("*/SKILL.md")):
-            fm = read_frontmatter(md)
-            skills.append(PoolSkill(str(fm["name"]), str(fm["description"]), tier))
-    return sorted(skills, key=lambda s: s.name)
+def load_pool(pool: Path) -> list[Skill]:
+    """Every SKILL.md under POOL (name, description, tier), sorted by name."""
+    return sorted(load_catalog(pool).skills, key=lambda s: s.name)
 
 
 def load_model():
@@ -61,8 +33,10 @@ def load_model():
     return SentenceTransformer(str(get_model_path()), device="cpu")
 
 
-def semantic_matrix(model, skills: list[PoolSkill], queries: list[str]) -> np.ndarray:
-    """(queries x skills) semantic scores, exactly as the router contract defines them."""
+def semantic_matrix(model, skills: list[Skill], queries: list[str]) -> np.ndarray:
+    """(queries x skills) semantic scores, exactly as the router contract defines them (the
+    texts written here, not taken from the router, so tests/test_pool.py checks one against
+    the other)."""
     name_text = [s.name.replace("-", " ") for s in skills]
     full_text = [f"{n}: {s.description}" for n, s in zip(name_text, skills, strict=True)]
 
