@@ -11,7 +11,6 @@ How it measures: docs/performance.md, "bench/c5_variants.py".
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -19,11 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from metatool_ceiling import _hits as ceiling_hits  # noqa: E402
+from common import METATOOL
+from metatool_ceiling import _hits as ceiling_hits
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
 DEFAULT_VARIANTS = ("epochs=1", "epochs=2", "epochs=3", "epochs=1,learning_rate=5e-5",
                     "epochs=2,learning_rate=5e-5")
 _FIELDS = {"epochs": int, "batch_size": int, "learning_rate": float, "max_seq_length": int,
@@ -121,19 +118,9 @@ def run(pairs: str = "", sweep_json: str | None = None,
                    "train_seconds": round(seconds, 1),
                    "dev": evaluate(str(info.path), skills, dev, cold, cache)}
             result["variants"][", ".join(f"{k}={v:g}" for k, v in changes.items())] = row
-            print(f"[c5 variants] {_label(changes)}: {row['steps']} steps, {seconds:.0f} s; "
-                  f"{_line(row['dev'])}", file=sys.stderr)
+            print(f"[c5 variants] {changes or 'defaults'}: {row['steps']} steps, "
+                  f"{seconds:.0f} s; dev {row['dev']}", file=sys.stderr)
     return result
-
-
-def _label(changes: dict) -> str:
-    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                     for k, v in changes.items()) or "C5's defaults"
-
-
-def _line(dev: dict) -> str:
-    return "; ".join(f"{part} hit@1 {d['hit@1']:.3f} hit@5 {d['hit@5']:.3f}"
-                     for part, d in dev.items() if d.get("n"))
 
 
 if __name__ == "__main__":  # the harness runs it

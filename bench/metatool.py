@@ -7,15 +7,13 @@ How it measures: docs/performance.md, "bench/metatool.py".
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, run_child  # noqa: E402
+from common import METATOOL, REPO, run_child
+from metatool_ceiling import rank_hits
 
-METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
 PNG = REPO / "bench" / "metatool.png"
 
 
@@ -72,16 +70,12 @@ def _bm25_and_latency(results: Path) -> dict:
     dev = load_heldout(METATOOL / "dev.json")
     bm25 = BM25([f"{name_text(s.name)} {s.description}" for s in catalog.skills])
     names = catalog.names()
-    h1 = h5 = mrr = 0.0
+    ranks = []
     for p in dev:
         scores = bm25.scores(p.prompt)
         order = sorted(range(len(names)), key=lambda i: (-scores[i], i))
-        rank = [names[i] for i in order].index(p.expected_skill) + 1
-        h1 += rank == 1
-        h5 += rank <= 5
-        mrr += 1.0 / rank if rank <= 10 else 0.0
-    n = len(dev)
-    out = {"bm25": {"hit@1": h1 / n, "hit@5": h5 / n, "mrr": mrr / n, "n": n}}
+        ranks.append([names[i] for i in order].index(p.expected_skill) + 1)
+    out = {"bm25": {**rank_hits(ranks), "n": len(dev)}}
     for cond in ("c3", "c4"):
         store_path = results / f"{cond}-rep1" / "store.db"
         if not store_path.exists():
@@ -167,5 +161,7 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
     return figures
 
 
-if __name__ == "__main__":
-    print(json.dumps(run(**json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}), indent=2))
+if __name__ == "__main__":  # the harness runs it: python bench/metatool.py [--set KEY=VALUE]
+    from common import part_main
+
+    sys.exit(part_main("metatool"))

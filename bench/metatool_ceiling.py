@@ -6,28 +6,27 @@ How it measures: docs/performance.md, "bench/metatool_ceiling.py".
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from common import METATOOL
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
+
+def rank_hits(ranks: list[int]) -> dict:
+    """hit@1, hit@5 and MRR (0 outside the top 10) of the right skill's rank per query."""
+    n = len(ranks)
+    return {"hit@1": sum(r == 1 for r in ranks) / n, "hit@5": sum(r <= 5 for r in ranks) / n,
+            "mrr": sum(1.0 / r for r in ranks if r <= 10) / n}
 
 
 def _scores(router, dev, vecs) -> dict:
-    h1 = h5 = mrr = 0.0
+    ranks = []
     for p, v in zip(dev, vecs, strict=True):
         names = [r.name for r in router.rank_vector(v, 10, p.prompt)]
-        rank = names.index(p.expected_skill) + 1 if p.expected_skill in names else 11
-        h1 += rank == 1
-        h5 += rank <= 5
-        mrr += 1.0 / rank if rank <= 10 else 0.0
-    n = len(dev)
-    return {"hit@1": round(h1 / n, 3), "hit@5": round(h5 / n, 3), "mrr": round(mrr / n, 3)}
+        ranks.append(names.index(p.expected_skill) + 1 if p.expected_skill in names else 11)
+    return {k: round(v, 3) for k, v in rank_hits(ranks).items()}
 
 
 def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
