@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-METATOOL = Path(os.environ.get("MYTHLOOP_METATOOL", "/work/shared/benchmarks/metatool"))
+from common import METATOOL, REPO
+
 CONDITIONS = ("c0", "c3", "c4")
 ROUNDS = 4
 SEED = 20240917

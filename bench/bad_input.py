@@ -14,8 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ratio_stats, stats  # noqa: E402
+from common import ratio_stats, stats
 
 CLI = [sys.executable, "-m", "mythloop_app.cli"]
 TIMEOUT_S = 120.0  # a case that is not rejected runs on; it is stopped and reported

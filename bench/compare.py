@@ -16,21 +16,16 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import records  # noqa: E402
-from report import value  # noqa: E402
+import records
+from report import latest, value
 
 ALPHA = 0.05
 
 
 def select(recs: list[dict], selection: str) -> dict[tuple[str, str], dict]:
     """The latest record of each figure the selection holds."""
-    chosen = [r for r in recs if r.get("run") == selection
-              or str(r.get("commit") or "").startswith(selection)]
-    out: dict[tuple[str, str], dict] = {}
-    for rec in sorted(chosen, key=lambda r: (r.get("date") or "", r["_at"])):
-        out[(rec["part"], rec["figure"])] = rec
-    return out
+    return latest([r for r in recs if r.get("run") == selection
+                   or str(r.get("commit") or "").startswith(selection)])
 
 
 def verdict(a: dict, b: dict) -> str:

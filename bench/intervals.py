@@ -8,12 +8,10 @@ the simulated sweeps and their true values as docs/statistics.md ("Coverage") de
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mythloop.analysis.stats import interval, paired_difference  # noqa: E402
+from mythloop.analysis.stats import interval, paired_difference
 
 PROMPTS = 38
 REPLICATES = (1, 3, 5)

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from common import REPO
+
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
 
 

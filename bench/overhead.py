@@ -14,8 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ratio_stats, repo_on_path, stats  # noqa: E402
+from common import ratio_stats, repo_on_path, stats
 
 
 def _tasks() -> dict:

@@ -16,8 +16,7 @@ import operator
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import records  # noqa: E402
+import records
 
 PAGE = Path(__file__).resolve().parent / "RESULTS.md"
 HISTORY_N = 6

@@ -31,10 +31,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import records  # noqa: E402
-import report  # noqa: E402
-from common import (  # noqa: E402
+import records
+import report
+from common import (
     REPO,
     CpuMeter,
     bench_env,
@@ -43,8 +42,9 @@ from common import (  # noqa: E402
     repo_on_path,
     run_child,
     wait_for_quiet,
-    write_json_atomic,
 )
+
+from mythloop.fileio import write_json_atomic
 
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "metatool_cold",

@@ -9,18 +9,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
+from collections import Counter
 
-REPO = Path(__file__).resolve().parents[1]
-for _path in (str(REPO), str(REPO / "bench")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+from common import REPO
 
-
-from mythloop.procs import stop_process  # noqa: E402
-from mythloop_app.scale import api  # noqa: E402
-from mythloop_app.scale.demo import run_sharded_sweep  # noqa: E402
-from mythloop_app.scale.stack import ScaleStack  # noqa: E402
+from mythloop.procs import stop_process
+from mythloop_app.scale import api
+from mythloop_app.scale.demo import run_sharded_sweep
+from mythloop_app.scale.stack import ScaleStack
 
 
 def sweep_scaling(timeout: float = 1800.0) -> dict:
@@ -37,7 +33,8 @@ def sweep_scaling(timeout: float = 1800.0) -> dict:
                 stack.workers = 2
             run = run_sharded_sweep(stack, stack.root / f"sweep-{workers}w", timeout=timeout)
             runs[workers] = {"wall_s": run["wall_s"], "problems": run["problems"],
-                             "shards_per_worker": _per_worker(run["facts"])}
+                             "shards_per_worker": dict(Counter(str(f["worker"])
+                                                               for f in run["facts"]))}
         return {"workers_1": runs[1], "workers_2": runs[2],
                 "speedup_2_over_1": round(runs[1]["wall_s"] / runs[2]["wall_s"], 2),
                 "warmup_wall_s": warm["wall_s"], "stack_start_s": stack.timings,
@@ -45,13 +42,6 @@ def sweep_scaling(timeout: float = 1800.0) -> dict:
                          "worker limit 1 flow run"}
     finally:
         stack.stop()
-
-
-def _per_worker(facts: list[dict]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for fact in facts:
-        counts[str(fact["worker"])] = counts.get(str(fact["worker"]), 0) + 1
-    return counts
 
 
 def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
