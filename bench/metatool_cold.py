@@ -15,12 +15,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from metatool_ceiling import METATOOL, embedded
+from metatool_ceiling import _hits as ceiling_hits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from metatool_ceiling import METATOOL, embedded  # noqa: E402
-
-from mythloop.router.lexical import BM25  # noqa: E402
-from mythloop.sweep.config import cold_skill_names  # noqa: E402
+from mythloop.router.lexical import BM25, tokens
+from mythloop.sweep.config import cold_skill_names
 
 KEEP = 20
 CACHE = Path(tempfile.gettempdir()) / "mythloop-metatool-embedded.pkl"
@@ -38,11 +37,28 @@ def _load() -> dict:
 
 
 def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    rank = (score > score[np.arange(gold.shape[0]), gold][:, None]).sum(axis=1) + 1
-    return {"hit@1": round(float(np.mean(rank == 1)), 3), "hit@5": round(float(np.mean(rank <= 5)), 3)}
+    """metatool_ceiling's hit@1 and hit@5."""
+    return {k: v for k, v in ceiling_hits(score, gold).items() if k != "mrr"}
+
+
+def _kept_text(e: dict, kept: list[int]) -> str:
+    return " ".join(e["train_texts"][i] for i in kept[-KEEP:])
+
+
+def _learned_docs(e: dict, helps: list[list[int]]) -> list[str]:
+    """Each skill's BM25 document: name, description and its kept helpful prompts."""
+    return [f"{d} {_kept_text(e, kept)}" for d, kept in zip(e["docs"], helps, strict=True)]
+
+
+def _lexical(docs: list[str], texts: list[str]) -> np.ndarray:
+    """The normalised BM25 score of each text against DOCS, (texts, docs)."""
+    index = BM25(docs)
+    return np.stack([index.normalised(t) for t in texts])
 
 
 def _score(e, q, texts, helps, present, v) -> np.ndarray:
+    """C4's score of each query (q, texts) over the skills under variant V (module docstring
+    of bench/metatool_cold.py and docs/performance.md name the keys); absent skills -inf."""
     n = e["full"].shape[0]
     semantic = np.maximum(q @ e["full"].T, q @ e["name"].T)
     if v.get("c0"):
@@ -67,71 +83,61 @@ def _score(e, q, texts, helps, present, v) -> np.ndarray:
         qc = qc / np.linalg.norm(qc, axis=1, keepdims=True)
         help_match = qc @ protos.T
     else:
-        help_match = None
-    protos = sums + n0 * e["full"]
-    protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
-    help_match = q @ protos.T if help_match is None else help_match
+        protos = sums + n0 * e["full"]
+        protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+        help_match = q @ protos.T
     if v.get("relative"):  # the learned part counts only beyond what the description says
         help_match = help_match - np.where(counts > 0, q @ e["full"].T, help_match)
         help_match = np.maximum(help_match, 0.0) if v.get("relative") == "pos" else help_match
     lex_mode = v.get("lex", "learned")
     if lex_mode == "learned":
-        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
-                for d, kept in zip(e["docs"], helps, strict=True)]
-        index = BM25(docs)
-        lex = np.stack([index.normalised(t) for t in texts])
+        lex = _lexical(_learned_docs(e, helps), texts)
     elif lex_mode == "novel":  # learned words only where no description has them
-        from mythloop.router.lexical import tokens
         vocab = {w for d in e["docs"] for w in tokens(d)}
-        docs = [" ".join([d, *(w for i in kept[-KEEP:] for w in tokens(e["train_texts"][i])
-                               if w not in vocab)])
-                for d, kept in zip(e["docs"], helps, strict=True)]
-        index = BM25(docs)
-        lex = np.stack([index.normalised(t) for t in texts])
+        lex = _lexical([" ".join([d, *(w for i in kept[-KEEP:] for w in tokens(e["train_texts"][i])
+                                       if w not in vocab)])
+                        for d, kept in zip(e["docs"], helps, strict=True)], texts)
     elif lex_mode == "pad":  # the description stands in for each missing learned prompt
-        P = v.get("pad", 5)
-        docs = [" ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])]
-                         + [d] * max(0, P - len(kept[-KEEP:])))
-                for d, kept in zip(e["docs"], helps, strict=True)]
-        index = BM25(docs)
-        lex = np.stack([index.normalised(t) for t in texts])
+        pad = v.get("pad", 5)
+        lex = _lexical([" ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])]
+                                 + [d] * max(0, pad - len(kept[-KEEP:])))
+                        for d, kept in zip(e["docs"], helps, strict=True)], texts)
     elif lex_mode == "standin":  # a skill without learned prompts: its body stands in
-        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}" if kept
-                else f"{d} {body}" for d, kept, body in zip(e["docs"], helps, e["bodies"], strict=True)]
-        index = BM25(docs)
-        lex = np.stack([index.normalised(t) for t in texts])
+        lex = _lexical([f"{d} {_kept_text(e, kept)}" if kept else f"{d} {body}"
+                        for d, kept, body in zip(e["docs"], helps, e["bodies"], strict=True)],
+                       texts)
     elif lex_mode == "desc":
-        index = BM25(e["docs"])
-        lex = np.stack([index.normalised(t) for t in texts])
+        lex = _lexical(e["docs"], texts)
     else:  # "bounded": description BM25 + learned-prompt BM25 scaled by the evidence
-        base = BM25(e["docs"])
-        learned = BM25([" ".join(e["train_texts"][i] for i in kept[-KEEP:]) for kept in helps])
+        base = _lexical(e["docs"], texts)
+        learned_docs = [_kept_text(e, kept) for kept in helps]
         ev = counts / (counts + v.get("k", 5.0))
         if v.get("abs"):  # learned words on an absolute scale (their BM25 / T, at most 1)
-            lex = np.stack([base.normalised(t) + v.get("wlearn", 1.0) / v.get("wl", 0.2) * ev
-                            * np.minimum(learned.scores(t) / v["abs"], 1.0) for t in texts])
+            index = BM25(learned_docs)
+            learned = np.stack([np.minimum(index.scores(t) / v["abs"], 1.0) for t in texts])
+            lex = base + v.get("wlearn", 1.0) / v.get("wl", 0.2) * ev * learned
         elif v.get("mix"):  # a convex mix: the description stands in until evidence grows
             mix = counts / (counts + v["mix"])
-            lex = np.stack([(1 - mix) * base.normalised(t) + mix * learned.normalised(t)
-                            for t in texts])
+            lex = (1 - mix) * base + mix * _lexical(learned_docs, texts)
         elif v.get("mixfull"):  # the same with the learned document = description + prompts
             mix = counts / (counts + v["mixfull"])
-            full = BM25([f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
-                         for d, kept in zip(e["docs"], helps, strict=True)])
-            lex = np.stack([(1 - mix) * base.normalised(t) + mix * full.normalised(t)
-                            for t in texts])
+            lex = (1 - mix) * base + mix * _lexical(_learned_docs(e, helps), texts)
         elif v.get("sum"):
-            lex = np.stack([base.normalised(t) + ev * learned.normalised(t) for t in texts])
+            lex = base + ev * _lexical(learned_docs, texts)
         else:
-            lex = np.stack([np.maximum(base.normalised(t), ev * learned.normalised(t))
-                            for t in texts])
+            lex = np.maximum(base, ev * _lexical(learned_docs, texts))
     score = semantic + v.get("wl", 0.2) * lex + v.get("wc", 1.0) * help_match
+    if v.get("body"):  # the embedded SKILL.md body
+        score += v["body"] * (q @ e["body"].T)
+    kept_all = [i for kept in helps for i in kept[-KEEP:]]
+    if v.get("vote") and kept_all:  # a soft nearest-neighbour vote over the kept prompts
+        onehot = np.zeros((len(kept_all), n))
+        onehot[np.arange(len(kept_all)), e["train_gold"][kept_all]] = 1.0
+        votes = np.exp((q @ e["train"][kept_all].T - 1.0) / 0.05) @ onehot
+        score += v["vote"] * votes / np.maximum(votes.sum(axis=1, keepdims=True), 1e-12)
     score = np.where(present, score, -np.inf)
     if v.get("rerank"):  # learned words re-order the first stage's top k only
-        docs = [f"{d} {' '.join(e['train_texts'][i] for i in kept[-KEEP:])}"
-                for d, kept in zip(e["docs"], helps, strict=True)]
-        index = BM25(docs)
-        learned = np.stack([index.normalised(t) for t in texts])
+        learned = _lexical(_learned_docs(e, helps), texts)
         k = v["rerank"]
         top = np.argsort(-score, axis=1)[:, :k]
         rows = np.arange(score.shape[0])[:, None]
@@ -141,11 +147,15 @@ def _score(e, q, texts, helps, present, v) -> np.ndarray:
 
 
 def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
+    """Dev hit@1 / hit@5, warm and cold, measured at the start of each round. Variant keys of
+    the catalog: `explore` (sigma of the Thompson-sampled fifth slot), `page` (a query whose
+    catalog earned no HELPFUL verdict is shown the next five the next round)."""
     rng = np.random.default_rng(seed)
     n = e["full"].shape[0]
     is_cold = np.isin(np.arange(n), cold)
     helps: list[list[int]] = [[] for _ in range(n)]
     nverd = np.zeros(n)
+    depth = np.zeros(e["train"].shape[0], dtype=int)  # the page each query is shown (`page`)
     cold_dev = is_cold[e["dev_gold"]]
     out = []
     sigma = v.get("explore", 0.0)
@@ -162,7 +172,8 @@ def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
         tr = _score(e, e["train"][idx], [e["train_texts"][i] for i in idx], helps, present, v)
         order = np.argsort(-tr, axis=1)
         for row, i in enumerate(idx):
-            shown = list(order[row, :5])
+            d = depth[i] if v.get("page") else 0
+            shown = list(order[row, 5 * d:5 * d + 5])
             if sigma:
                 window = order[row, 4:15]
                 window = window[present[window]]
@@ -173,6 +184,9 @@ def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
                 nverd[gold] += 1
                 if rng.random() >= noise:
                     helps[gold].append(i)
+                    depth[i] = 0
+                    continue
+            depth[i] = min(depth[i] + 1, 5)
     return out
 
 
