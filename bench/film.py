@@ -500,7 +500,8 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     stages, codegen and verify: the DAG without its renders), and one `import manim` (what
     each warm worker beyond the first pays); with no server up, also one import of Prefect's
     server module (most of what the temporary server's start costs, in a process of its own)."""
-    orchestration, imports, server_imports = [], [], []
+    runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
+                                    "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
         _say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
@@ -508,37 +509,34 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
             run, share = _with_server_share(
                 server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
                 workdir / f"film-{mode}-norender-{i}.log", render=False)
-        orchestration.append({"wall_s": run["wall_s"], "cpu_s": run["cpu_s"] + (share or 0.0)})
+        runs["no_render_film_cpu_s"].append(run["cpu_s"] + (share or 0.0))
+        runs["no_render_film_s"].append(run["wall_s"])
         wait_for_quiet(quiet_load, quiet_wait_s)
-        imports.append(_import_alone("manim"))
+        runs["import_manim_cpu_s"].append(_import_cpu_s("manim"))
         if server is None:
             wait_for_quiet(quiet_load, quiet_wait_s)
-            server_imports.append(_import_alone("prefect.server.api.server", bench_env(state)))
-    return {"no_render_film": orchestration, "import_manim": imports,
-            "import_prefect_server": server_imports}
+            runs["import_prefect_server_cpu_s"].append(
+                _import_cpu_s("prefect.server.api.server", bench_env(state)))
+    return runs
 
 
-def _import_alone(module: str, env: dict[str, str] | None = None) -> dict:
-    """Wall and CPU seconds of `python -c "import MODULE"` in a process of its own."""
+def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
+    """CPU seconds of `python -c "import MODULE"` in a process of its own."""
     with CpuMeter("import-" + module.replace(".", "-")) as meter:
-        run = run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
-                        meter=meter)
-    return {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"]}
+        return run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
+                         meter=meter)["cpu_s"]
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
-    """The CPU the film would cost if its renders cost exactly what plain manim's one process
-    does: plain + the film without --render + one more manim import (two workers on two
-    cores); its ratio to plain is the least the CPU ratio can be with Prefect in the loop."""
-    no_render = stats([r["cpu_s"] for r in floor["no_render_film"]])
-    manim = stats([r["cpu_s"] for r in floor["import_manim"]])
-    out = {"no_render_film_cpu_s": no_render, "import_manim_cpu_s": manim,
-           "no_render_film_s": stats([r["wall_s"] for r in floor["no_render_film"]])}
-    if floor.get("import_prefect_server"):
-        out["import_prefect_server_cpu_s"] = stats(
-            [r["cpu_s"] for r in floor["import_prefect_server"]])
-    if plain_cpu and no_render["median"] is not None and manim["median"] is not None:
-        least = plain_cpu + no_render["median"] + manim["median"]
+    """The floor's figures, and the CPU the film would cost if its renders cost exactly what
+    plain manim's one process does: plain + the film without --render + one more manim
+    import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
+    with Prefect in the loop."""
+    out = {k: stats(v) for k, v in floor.items() if v}
+    least_parts = [out[k]["median"] for k in ("no_render_film_cpu_s", "import_manim_cpu_s")
+                   if k in out]
+    if plain_cpu and len(least_parts) == 2:
+        least = plain_cpu + least_parts[0] + least_parts[1]
         out["least_film_cpu_s"] = round(least, 2)
         out["least_cpu_ratio"] = round(least / plain_cpu, 3)
         if film_cpu is not None:  # what the renders cost beyond plain manim's, and the rest

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from scipy.special import expit, logit
 
 from mythloop.analysis.stats import interval, paired_difference
 
@@ -21,33 +22,25 @@ SD_PROMPT, SD_JUDGE, SD_EFFECT, SD_SHARED = 1.0, 0.5, 0.5, 0.3
 SEED = 20240917
 
 
-def _logit(p: float) -> float:
-    return float(np.log(p / (1 - p)))
-
-
-def _expit(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def true_rate(mu: float, var: float) -> float:
     """E[expit(N(mu, var))] by Gauss-Hermite quadrature (probabilists' nodes)."""
     x, w = np.polynomial.hermite_e.hermegauss(80)
-    return float((w * _expit(mu + np.sqrt(var) * x)).sum() / w.sum())
+    return float((w * expit(mu + np.sqrt(var) * x)).sum() / w.sum())
 
 
-def _outcomes(rng: np.random.Generator, logit: np.ndarray, reps: int, shared: bool
+def _outcomes(rng: np.random.Generator, logits: np.ndarray, reps: int, shared: bool
               ) -> np.ndarray:
-    noise = rng.normal(0.0, SD_JUDGE, size=(logit.size, reps))
+    noise = rng.normal(0.0, SD_JUDGE, size=(logits.size, reps))
     if shared:
         noise = noise + rng.normal(0.0, SD_SHARED, size=(1, reps))
-    return (rng.random((logit.size, reps)) < _expit(logit[:, None] + noise)).astype(float)
+    return (rng.random((logits.size, reps)) < expit(logits[:, None] + noise)).astype(float)
 
 
 def coverage(rate: float, reps: int, effect: float, sims: int, *, shared: bool = False,
              seed: int = SEED) -> dict[str, float]:
     """Coverage of the level interval (baseline) and of the paired difference."""
     rng = np.random.default_rng([seed, int(rate * 100), reps, int(effect * 10), int(shared)])
-    mu = _logit(rate)
+    mu = float(logit(rate))
     extra = SD_SHARED ** 2 if shared else 0.0
     base_var = SD_PROMPT ** 2 + SD_JUDGE ** 2 + extra
     true_level = true_rate(mu, base_var)
@@ -78,7 +71,7 @@ def alternatives(rate: float, reps: int, sims: int, *, resamples: int = 1000,
     from scipy.stats import t
 
     rng = np.random.default_rng([seed, int(rate * 100), reps, 99])
-    mu = _logit(rate)
+    mu = float(logit(rate))
     truth = true_rate(mu, SD_PROMPT ** 2 + SD_JUDGE ** 2)
     boot = tcl = trep = outside = 0
     for _ in range(sims):
