@@ -3,6 +3,9 @@
 In the parent: verify.py (layer 1, static), sandbox_policy.py (the tables both layers read),
 render.py (the sandboxed render), render_pool.py (warm workers), sandbox_classify.py (what a
 failed render was), formula_cache.py, tex_policy.py, layout.py (the layout check),
+layout_record.py (the probe's record read as hostile data), layout_frames.py (the layout
+verdict from the rendered frames), intake.py (each output checked and remade before the
+parent reads it), footprint.py (a render's cgroups and stage filesystem),
 scene_cache.py (finished scene videos), stage_tree.py (walks, reads and removal of a
 stage a scene wrote, at any depth).
 Inside the sandbox, run by path or as source, never imported as part of mythloop:
