@@ -57,6 +57,7 @@ Stopping on request
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -77,9 +78,27 @@ __all__ = ["free_port", "port_in_use", "port_listening", "http_ok", "wait_http_o
            "wait_until", "die_with_parent", "start_session", "start_process", "pid_alive",
            "tree_pids", "descendant_pids", "marked_pids", "signal_group", "stop_group",
            "stop_process", "kill_tree", "kill_descendants", "kill_marked", "log_tail", "run",
-           "STOPPING", "stop_stays_a_stop"]
+           "STOPPING", "stop_stays_a_stop", "at_exit", "hard_exit"]
 
 STOPPING = threading.Event()
+_EXIT_HOOKS: list[Callable[[], None]] = []
+
+
+def at_exit(hook: Callable[[], None]) -> None:
+    """HOOK runs when the interpreter exits (atexit) and also before `hard_exit`, which skips
+    the interpreter's teardown: undo what must not outlive the process (a mount). HOOK must
+    be cheap and safe to run twice."""
+    _EXIT_HOOKS.append(hook)
+    atexit.register(hook)
+
+
+def hard_exit(code: int) -> None:
+    """os._exit(CODE) after the `at_exit` hooks (most recent first); a hook that fails is
+    skipped, never the exit."""
+    for hook in reversed(_EXIT_HOOKS):
+        with contextlib.suppress(Exception):
+            hook()
+    os._exit(code)
 
 
 @contextlib.contextmanager

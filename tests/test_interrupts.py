@@ -115,6 +115,10 @@ def _ctrl_c_ends_cleanly(proc: subprocess.Popen, state: Path, command: str) -> N
 def _no_process_left(state: Path) -> None:
     assert settle(lambda: _processes_of(state), 30, until=lambda left: not left,
                   interval=0.2) == []  # a process may still be being reaped
+    # nor a mount: the renders' staging bind is undone on the way out (procs.hard_exit)
+    from mythloop.mythos.sandbox.footprint import is_mount_point
+
+    assert not is_mount_point(state / "render-stage"), "the staging bind outlived the command"
 
 
 def _run_states(state: Path, table: str) -> list[str]:

@@ -89,12 +89,12 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
     def hard_stop(signum, frame):  # a second Ctrl-C: no more waiting
         if os.getpid() != own_pid:  # a child between fork and exec (see on_interrupt)
             return
-        from mythloop.procs import kill_descendants
+        from mythloop.procs import hard_exit, kill_descendants
 
         if state["server"] is not None:
             state["server"].stop(grace=0.0)
         kill_descendants(grace=0.5)
-        os._exit(state["code"])
+        hard_exit(state["code"])
 
     def on_interrupt(signum, frame):
         # A child started with a preexec_fn runs Python between fork and exec, with these
@@ -203,7 +203,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
-            os._exit(0 if stopped else state["code"])
+            from mythloop.procs import hard_exit
+
+            hard_exit(0 if stopped else state["code"])  # (the mounts it made undone first)
 
 
 STOP_DEADLINE_S = 60.0  # Ctrl-C / SIGTERM: the command has ended by then, one way or another
@@ -427,7 +429,9 @@ class _ServerWatch:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        os._exit(SERVER_GONE_EXIT)
+        from mythloop.procs import hard_exit
+
+        hard_exit(SERVER_GONE_EXIT)
 
 
 def _describe_server(api_url: str) -> str:

@@ -25,11 +25,11 @@ docs/sandbox.md has the table of limits.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import re
 import signal
@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+
+from mythloop import procs
 
 __all__ = ["Cgroup", "CGROUP_ROOT", "CGROUP_INNER", "controllers", "mount_stage_fs",
            "unmount", "ensure_shared", "is_mount_point", "remove_stale_groups", "stage_full", "problem"]
@@ -136,7 +138,7 @@ def ensure_shared(base: Path) -> bool:
             os.close(fd)
             return False
         _SHARED[key] = fd
-        atexit.register(_release_shared, key)
+        procs.at_exit(functools.partial(_release_shared, key))  # a hard exit too
         return True
 
 
