@@ -399,8 +399,9 @@ def _say_rendered(unit: SceneUnit, suffix: str, ok: bool, cache: str, video: str
     if ok and findings:  # one warning line per finding: scene, scene time, what
         say(f"[film] layout-{unit.label}{suffix} -> {len(findings)} finding(s)")
         for finding in findings:
+            why = f" ({finding.detail[:200]})" if finding.kind == "unchecked" else ""
             say(f"[film] warning: layout {unit.label} t={finding.t:.1f}s {finding.kind}: "
-                f"{finding.what}")
+                f"{finding.what}{why}")
 
 
 def _publish_summary(session: FilmSession) -> None:

@@ -335,3 +335,34 @@ def test_the_refusal_line_carries_no_control_character_or_markup_from_the_file(t
     assert kind == "scene_error" and "not a PNG" in message
     assert all(" " <= ch <= "~" for ch in message), message
     assert "[" not in message and "](" not in message and "`[" not in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not _namespaces_work(),
+                    reason="the helper sandboxes run as nobody only as root with namespaces")
+def test_the_checks_of_a_scene_hold_while_nobody_runs_many_processes(media, tmp_path):
+    """RLIMIT_NPROC counts all of `nobody`'s processes on the machine, other renders' too:
+    with 200 of them alive (a busy render elsewhere), the frame check and the intake of
+    this scene's outputs still run (render.HELPER_NPROC), where a bound of 64 made them
+    fail as `unchecked`."""
+    from mythloop.mythos.sandbox.layout_frames import sample_frames
+    from mythloop.mythos.sandbox.render import HELPER_NPROC, _nobody
+
+    uid, gid = _nobody()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv (util-linux)")
+    others = [subprocess.Popen([setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                                "sleep", "120"], start_new_session=True) for _ in range(200)]
+    try:
+        assert HELPER_NPROC > 200 + 64
+        samples = sample_frames(media["scene.mp4"])
+        assert not isinstance(samples, str), samples
+        assert len(samples) >= 2 and samples[0].first.shape[2] == 3
+        video = _stage_of(tmp_path, media, "scene.mp4")
+        assert intake.take_over([video], quality="l", max_bytes=512 << 20,
+                                namespaced=True) == ("ok", "")
+    finally:
+        for proc in others:
+            proc.kill()
+        for proc in others:
+            proc.wait()

@@ -312,7 +312,7 @@ class FormulaService:
                     "uid": uid if drop else None, "gid": gid if drop else None,
                     "worker_cmd": [python, "-I", "-c", _COMPILE_SCRIPT],
                     "limits": {"AS": 2 << 30, "CPU": [cpu, cpu + 5], "FSIZE": 64 << 20,
-                               "CORE": 0, "NOFILE": 256, **({"NPROC": 64} if drop else {})}}
+                               "CORE": 0, "NOFILE": 256, **({"NPROC": R.HELPER_NPROC} if drop else {})}}
             launcher = R.sandbox_launcher(spec, python, [(str(stage), inner)])
             env = tex_environment({**self.env, "HOME": f"{inner}", "TMPDIR": f"{inner}"},
                                   inner)

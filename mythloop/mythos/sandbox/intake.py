@@ -200,7 +200,7 @@ def _remux(R, box: Path, jobs: list[_Job], namespaced: bool,  # noqa: N803 (the 
             "uid": uid if drop else None, "gid": gid if drop else None, "worker_cmd": argv,
             "limits": {"AS": 2 << 30, "CPU": [cpu, cpu + 5],
                        "FSIZE": max(job.cap for job in jobs) + (1 << 20), "CORE": 0,
-                       "NOFILE": 64, **({"NPROC": 512} if drop else {})}}
+                       "NOFILE": 64, **({"NPROC": R.HELPER_NPROC} if drop else {})}}
     launcher = R.sandbox_launcher(spec, sys.executable, [(str(box), inner)])
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": inner, "TMPDIR": inner}
     said = box.parent / f"{box.name}.remux.log"

@@ -146,7 +146,7 @@ def sample_frames(output: Path | str, timeout: float = FRAME_TIMEOUT) -> list[Sa
                 "uid": uid if drop else None, "gid": gid if drop else None,
                 "worker_cmd": [sys.executable, "-I", "-c", _FRAME_SCRIPT, json.dumps(args)],
                 "limits": {"AS": 2 << 30, "CPU": [cpu, cpu + 5], "FSIZE": 16 << 20,
-                           "CORE": 0, "NOFILE": 256, **({"NPROC": 64} if drop else {})}}
+                           "CORE": 0, "NOFILE": 256, **({"NPROC": R.HELPER_NPROC} if drop else {})}}
         launcher = R.sandbox_launcher(spec, sys.executable, [(str(stage), inner)])
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": inner,
                "TMPDIR": inner}
@@ -292,7 +292,7 @@ def judge_record(record: dict | None, problem: Finding | None, output: Path | st
         samples = sample_frames(output, FRAME_TIMEOUT if deadline is None else
                                 max(0.5, min(FRAME_TIMEOUT, deadline - time.monotonic())))
         if isinstance(samples, str):
-            findings.insert(0, unchecked(samples))
+            findings.insert(0, unchecked(samples, "the rendered frames"))
         else:
             findings = frame_findings(samples, record, zooms) + findings
     return findings[:MAX_FINDINGS]

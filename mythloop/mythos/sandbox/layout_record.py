@@ -81,9 +81,9 @@ class Record(_Strict):
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def unchecked(detail: str) -> Finding:
-    """The finding for a record (or frames) the check could not use."""
-    return Finding(kind="unchecked", at="end", t=0.0, what="the layout record", detail=detail)
+def unchecked(detail: str, what: str = "the layout record") -> Finding:
+    """The finding for a record (or, WHAT, the frames) the check could not use."""
+    return Finding(kind="unchecked", at="end", t=0.0, what=what, detail=detail)
 
 
 def _where(error: Mapping[str, Any]) -> str:

@@ -498,6 +498,13 @@ def _make_stage(namespaced: bool) -> Path:
 
 
 LOG_KEEP_BYTES = 8 << 20
+# RLIMIT_NPROC counts every process and thread of the real uid (`nobody`) on the machine,
+# renders included. The helper sandboxes (frame check, media intake, formula compile) run only
+# the project's own programs (ffmpeg, latex) on the data, so they get a bound that renders
+# cannot use up (a render forks only while nobody's count is under `RenderLimits.processes`,
+# and its pids group bounds its own tree): a busy or hostile render never makes another
+# scene's checks fail for want of a process.
+HELPER_NPROC = 4096
 AFTER_RENDER_S = 15.0  # past the render's timeout, the parent's checks of its outputs end  # of a longer render log, DIR keeps this much of its end
 
 
