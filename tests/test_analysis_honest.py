@@ -184,3 +184,30 @@ def test_a_noise_studys_judge_line_names_its_levels():
     config = SweepConfig(judge_options=JudgeOptions(noise=0.0))
     assert "noise levels 0, 0.2, 0.4" in judge_label(config, [0.0, 0.2, 0.4])
     assert "noise 0," in judge_label(config)
+
+
+def test_the_reports_degenerate_cases_read_as_counted(three_identical):
+    """3 replicates, each a copy of the first: a twin ranked 1st in all 3 reads like a gold
+    ranked 2nd in all 3 (no spread); the verdict and tag rates say what they counted and
+    take their interval from those counts, not from the 3 replicates."""
+    from scipy.stats import binomtest
+
+    result = analyze(three_identical)
+    report = result.report_path.read_text(encoding="utf-8")
+    pairs = report.split("## Trap pairs", 1)[1].split("##", 1)[0]
+    regex = next(x for x in pairs.splitlines() if x.startswith("| c0 | t_regex"))
+    cells = [c.strip() for c in regex.split("|")]
+    assert cells[5] == "2.00 [2.00, 2.00] (no spread)"  # gold rank 2 in every replicate
+    assert cells[7] == "1.00 [1.00, 1.00] (no spread)"  # twin rank 1 in every replicate
+    assert cells[9].endswith("(0 of 3)")
+    verdicts = report.split("## Verdicts and tags", 1)[1].split("##", 1)[0]
+    checked = 0
+    for line in verdicts.splitlines():
+        for m in re.finditer(r"(\d\.\d+) \[(\d\.\d+), (\d\.\d+)\] \((\d+) of (\d+)\)", line):
+            k, n = int(m[4]), int(m[5])
+            ci = binomtest(k, n).proportion_ci(method="wilson")
+            assert (float(m[2]), float(m[3])) == pytest.approx((ci.low, ci.high), abs=6e-4)
+            checked += 1
+    assert checked >= 8
+    parse = next(x for x in verdicts.splitlines() if x.startswith("| tag parse rate"))
+    assert "0.139" not in parse and "(18 of 18)" in parse

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mythloop.analysis.stats import (
+    count_interval,
     difference,
     interval,
     mean_interval,
@@ -44,8 +45,50 @@ def test_ranks_stay_within_1_and_11():
     ranks = np.array([[1.0], [1.0], [11.0], [2.0], [1.0]])
     s = interval(ranks, (1.0, 11.0))
     assert 1.0 <= s["lo"] < s["mean"] < s["hi"] <= 11.0
-    all_top = interval(np.ones((10, 3)), (1.0, 11.0))
-    assert all_top["lo"] == 1.0 and 1.0 < all_top["hi"] < 11.0  # at the bound: not zero width
+
+
+@pytest.mark.parametrize("rank", [1.0, 2.0, 11.0])
+def test_identical_ranks_have_no_spread_at_a_bound_as_inside(rank):
+    """Three replicates that all ranked a skill 1st read as three that all ranked it 2nd:
+    no spread (the 1s once got [1.00, 9.61], the 2s none)."""
+    s = summarize({1: rank, 2: rank, 3: rank}, (1.0, 11.0))
+    assert zero_width(s) and s["lo"] == s["hi"] == s["mean"] == rank
+    m = interval(np.full((10, 3), rank), (1.0, 11.0))
+    assert zero_width(m) and m["lo"] == rank
+    # a rate all at a bound is a count (30 of 30 hit): it keeps an interval
+    hits = interval(np.ones((10, 3)), (0.0, 1.0))
+    assert hits["hi"] == 1.0 and 0.8 < hits["lo"] < 1.0
+
+
+def _wilson_reference(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def test_a_counted_rate_takes_its_interval_from_its_counts():
+    """77 of 77 verdicts right over 3 replicates is 77 of 77 (not [0.139, 1.000], the
+    Wilson interval of 3 replicates at a t quantile with 2 df); a trap pair won in 3 of 3
+    replicates is 3 of 3."""
+    s = count_interval({1: (26, 26), 2: (25, 25), 3: (26, 26)})
+    assert (s["k"], s["n"], s["method"]) == (77, 77, "wilson-counts")
+    assert (s["lo"], s["hi"]) == pytest.approx(_wilson_reference(77, 77), abs=1e-9)
+    assert s["lo"] > 0.95
+    won = summarize({1: 1.0, 2: 1.0, 3: 1.0}, (0.0, 1.0))
+    assert (won["k"], won["n"]) == (3, 3)
+    assert (won["lo"], won["hi"]) == pytest.approx(_wilson_reference(3, 3), abs=1e-9)
+    some = count_interval({1: (7, 20), 2: (6, 20), 3: (8, 20)})
+    assert (some["lo"], some["hi"]) == pytest.approx(_wilson_reference(21, 60), abs=1e-9)
+    assert count_interval({1: (0, 0)}) is None and count_interval({}) is None
+
+
+def test_replicates_that_disagree_widen_a_counted_rate():
+    alike = count_interval({1: (10, 20), 2: (10, 20), 3: (10, 20)})
+    apart = count_interval({1: (1, 20), 2: (10, 20), 3: (19, 20)})
+    assert alike["mean"] == apart["mean"] == 0.5
+    assert apart["design_effect"] > 5 and alike["design_effect"] == 1.0
+    assert apart["hi"] - apart["lo"] > 2 * (alike["hi"] - alike["lo"])
 
 
 def test_one_replicate_covers_prompts_only_and_says_so():

@@ -248,8 +248,13 @@ def test_pairs_table(metrics):
 def test_pooled_verdicts_tags_and_mix(metrics):
     c3 = metrics["overall"]["c3"]
     assert c3["verdicts.accuracy"]["values"] == [approx(9 / 12), approx(5 / 9)]
-    assert c3["verdicts.accuracy"]["mean"] == approx((9 / 12 + 5 / 9) / 2)
-    assert c3["tags.parse_rate"]["mean"] == approx((1.0 + 0.8) / 2)
+    # pooled over the replicates: what was counted, 14 of 21 verdicts right
+    assert c3["verdicts.accuracy"]["counts"] == [[9, 12], [5, 9]]
+    assert (c3["verdicts.accuracy"]["k"], c3["verdicts.accuracy"]["n"]) == (14, 21)
+    assert c3["verdicts.accuracy"]["mean"] == approx(14 / 21)
+    assert c3["tags.parse_rate"]["values"] == [approx(1.0), approx(0.8)]
+    k, n = c3["tags.parse_rate"]["k"], c3["tags.parse_rate"]["n"]
+    assert c3["tags.parse_rate"]["mean"] == approx(k / n) and k < n
     assert c3["turns.failed"]["mean"] == approx(0.5)
     assert metrics["overall"]["c0"]["verdicts.accuracy"]["mean"] == approx(4 / 7)
     mix = metrics["verdict_mix"]

@@ -16,16 +16,19 @@ from mythloop.analysis.metrics import (
     attack_units,
     cold_split_metrics,
     cold_split_units,
+    is_proportion,
     measurement_metrics,
     measurement_units,
     metric_range,
     pair_details,
+    turn_counts,
     turn_metrics,
     turn_units,
 )
 from mythloop.analysis.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    count_interval,
     difference,
     interval,
     paired_difference,
@@ -61,8 +64,10 @@ INTERVAL_TEXT = (
     "interval at the effective sample size keeps rates, ranks and their differences inside "
     "their range (t quantile, P - 1 df). Differences are paired by prompt (and by "
     "replicate when both ran the same replicates). With 1 replicate only prompt variation is "
-    "covered. Numbers that are not a mean over prompts (counts, verdict accuracy) take each "
-    "replicate as the unit. See docs/statistics.md."
+    "covered. A rate counted over turns or verdicts (verdict accuracy, tag parse rate) "
+    "takes a Wilson interval on its counts k of n (design effect over replicates); other "
+    "numbers that are not a mean over prompts take each replicate as the unit. Identical "
+    "ranks (or MRR, nDCG) have no spread, at a bound as inside. See docs/statistics.md."
 )
 
 Cells = dict[str, dict[int, dict[int, dict[str, Any]]]]
@@ -70,6 +75,8 @@ Cells = dict[str, dict[int, dict[int, dict[str, Any]]]]
 # sweep (results.prompts order; NaN where the prompt has no value): numpy, so the intervals
 # of a MetaTool-size sweep (2,363 prompts x rounds x conditions) are column stacks
 UnitCells = dict[str, dict[int, dict[int, dict[str, np.ndarray]]]]
+# cond -> replicate -> round -> rate key -> (k, n): the rates counted over turns or verdicts
+CountCells = dict[str, dict[int, dict[int, dict[str, tuple[int, int]]]]]
 
 
 def baseline_condition(conditions: list[str]) -> str | None:
@@ -86,10 +93,12 @@ def _column(per_prompt: dict[str, float], index: dict[str, int]) -> np.ndarray:
     return out
 
 
-def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
-    """cond -> replicate -> round -> flat metrics of that cell, and the per-prompt values."""
+def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells, CountCells]:
+    """cond -> replicate -> round -> flat metrics of that cell, the per-prompt values, and
+    the counts of the rates counted over turns."""
     cells: Cells = {}
     units: UnitCells = {}
+    counts: CountCells = {}
     index = {pid: i for i, pid in enumerate(results.prompts)}
     cold = frozenset(results.sweep.cold_skills)
     injected = results.sweep.injected
@@ -108,7 +117,9 @@ def _cells(results: SweepResults, threshold: float) -> tuple[Cells, UnitCells]:
             per_prompt.update(turn_units(turns, results.prompts))
             units.setdefault(cond, {}).setdefault(rep, {})[round_idx] = {
                 key: _column(values, index) for key, values in per_prompt.items()}
-    return cells, units
+            counts.setdefault(cond, {}).setdefault(rep, {})[round_idx] = turn_counts(
+                turns, results.prompts)
+    return cells, units, counts
 
 
 def _keys(cells: Cells) -> list[str]:
@@ -163,27 +174,34 @@ def _with_replicates(s: dict[str, Any], per_rep: dict[int, Any]) -> dict[str, An
     return s
 
 
-def _level(cells: Cells, units: UnitCells, cond: str, round_idx: int, key: str
-           ) -> dict[str, Any] | None:
+def _level(cells: Cells, units: UnitCells, counts: CountCells, cond: str, round_idx: int,
+           key: str) -> dict[str, Any] | None:
     """One condition's metric at a round: over prompts x replicates when the metric is a
-    mean over prompts, else over replicates."""
+    mean over prompts, from its counts when it is a rate counted over turns, else over
+    replicates."""
     per_rep = {rep: rounds.get(round_idx, {}).get(key) for rep, rounds in cells[cond].items()}
     if all(v is None for v in per_rep.values()):
         return None
     reps, m = _stack(units, cond, round_idx, key)
     if m is not None and not np.all(np.isnan(m)):
-        return _with_replicates(interval(m, metric_range(key)), per_rep)
-    return summarize(per_rep, metric_range(key))
+        return _with_replicates(interval(m, metric_range(key), proportion=is_proportion(key)),
+                                per_rep)
+    counted = {rep: c for rep, rounds in counts.get(cond, {}).items()
+               if (c := rounds.get(round_idx, {}).get(key)) is not None}
+    if counted:
+        return count_interval(counted)
+    return summarize(per_rep, metric_range(key), proportion=is_proportion(key))
 
 
-def _per_round(cells: Cells, units: UnitCells, keys: list[str]) -> dict[str, Any]:
+def _per_round(cells: Cells, units: UnitCells, counts: CountCells, keys: list[str]
+               ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cond, reps in cells.items():
         rounds = sorted({r for by_round in reps.values() for r in by_round})
         for round_idx in rounds:
             summaries = {}
             for key in keys:
-                s = _level(cells, units, cond, round_idx, key)
+                s = _level(cells, units, counts, cond, round_idx, key)
                 if s is not None:
                     summaries[key] = s
             out.setdefault(cond, {})[str(round_idx)] = summaries
@@ -191,19 +209,24 @@ def _per_round(cells: Cells, units: UnitCells, keys: list[str]) -> dict[str, Any
 
 
 def _overall(results: SweepResults) -> dict[str, Any]:
-    """Turn metrics pooled over all rounds of each replicate, then across replicates."""
+    """Turn metrics pooled over all rounds of each replicate, then across replicates: a rate
+    from its counts over every replicate (k of n), a count over replicates."""
     out: dict[str, Any] = {}
     for cond in results.conditions:
-        per_rep = {
-            rep: turn_metrics(results.sandboxes[(cond, rep)].turns, results.prompts)
-            for rep in results.replicates(cond)
-        }
+        turns = {rep: results.sandboxes[(cond, rep)].turns for rep in results.replicates(cond)}
+        per_rep = {rep: turn_metrics(t, results.prompts) for rep, t in turns.items()}
+        counted = {rep: turn_counts(t, results.prompts) for rep, t in turns.items()}
         keys = sorted({k for m in per_rep.values() for k in m})
-        out[cond] = {
-            k: s
-            for k in keys
-            if (s := summarize({r: m.get(k) for r, m in per_rep.items()}, metric_range(k)))
-        }
+        summaries = {}
+        for k in keys:
+            if any(k in c for c in counted.values()):
+                s = count_interval({r: c.get(k) for r, c in counted.items()})
+            else:
+                s = summarize({r: m.get(k) for r, m in per_rep.items()}, metric_range(k),
+                              proportion=is_proportion(k))
+            if s:
+                summaries[k] = s
+        out[cond] = summaries
     return out
 
 
@@ -225,11 +248,12 @@ def _paired(units: UnitCells, cells: Cells, cond_t: str, round_t: int, cond_b: s
         t_reps, t = _stack(units, cond_t, round_t, key, common)
         b_reps, b = _stack(units, cond_b, round_b, key, common)
     if t is not None and b is not None and _both(t, b).any():
-        return paired_difference(t, b, metric_range(key), paired_replicates=t_reps == b_reps)
+        return paired_difference(t, b, metric_range(key), paired_replicates=t_reps == b_reps,
+                                 proportion=is_proportion(key))
     return difference(
         {rep: m.get(round_t, {}).get(key) for rep, m in cells[cond_t].items()},
         {rep: m.get(round_b, {}).get(key) for rep, m in cells[cond_b].items()},
-        metric_range(key))
+        metric_range(key), proportion=is_proportion(key))
 
 
 def _differences(cells: Cells, units: UnitCells, conditions: list[str], keys: list[str]
@@ -444,12 +468,12 @@ def compute_metrics(
     """Every number of the analysis, JSON-ready and deterministic. (resamples and seed are
     accepted for earlier callers; the intervals are analytic.)"""
     del resamples, seed
-    cells, units = _cells(results, abstain_threshold)
+    cells, units, counts = _cells(results, abstain_threshold)
     keys = _keys(cells)
     observed = _observed_rounds(cells)
     first, last = (observed[0], observed[-1]) if observed else (0, 0)
     conditions = results.conditions
-    per_round = _per_round(cells, units, keys)
+    per_round = _per_round(cells, units, counts, keys)
     diffs = _differences(cells, units, conditions, keys)
     deltas = _deltas(cells, units, first, last, keys)
     return {

@@ -45,13 +45,16 @@ _FIGURE_CAPTIONS = {
 
 def fmt(s: dict[str, Any] | None, digits: int = 3, sign: bool = False) -> str:
     """`mean [lo, hi]`; `mean (no interval: why)` where none could be computed; a
-    zero-width interval is marked `(no spread)` (it supports no claim)."""
+    zero-width interval is marked `(no spread)` (it supports no claim); a counted rate says
+    what it counted, `(k of n)`."""
     if not s:
         return "—"
     f = f"{{:{'+' if sign else ''}.{digits}f}}"
     if s.get("lo") is None:
         return f"{f.format(s['mean'])} (no interval: {s.get('why') or 'none computed'})"
     text = f"{f.format(s['mean'])} [{f.format(s['lo'])}, {f.format(s['hi'])}]"
+    if s.get("method") == "wilson-counts":  # a counted rate: what was counted
+        text += f" ({s['k']} of {s['n']})"
     return text + (" (no spread)" if zero_width(s) else "")
 
 
@@ -469,7 +472,10 @@ def _verdict_section(m: dict[str, Any]) -> list[str]:
     out = [
         "## Verdicts and tags",
         "",
-        "All rounds pooled within each replicate, then averaged over replicates.",
+        "All rounds and replicates pooled: a rate is k of n counted (turns, tags or verdicts) "
+        "with a Wilson interval on those counts, widened by the design effect when the "
+        "replicates' own rates differ more than chance would make them; a count is averaged "
+        "over replicates.",
         "",
     ]
     out += _table(["metric", *m["conditions"]], rows)
@@ -544,9 +550,15 @@ _DEFINITIONS = [
     "interval at the effective sample size, so rates, hit@k, MRR and nDCG stay in [0, 1], "
     "ranks in [1, 11] and differences in [-1, 1] (ranks: [-10, 10]). Differences pair each "
     "prompt with itself (and each replicate with its namesake when both conditions ran the "
-    "same replicates). With 1 replicate an interval covers prompt variation only. Numbers that "
-    "are no mean over prompts (counts, verdict accuracy, a trap pair's own rates) take the "
-    "replicate as the unit. `n` counts prompts x replicates. A conclusion counts a metric as "
+    "same replicates). With 1 replicate an interval covers prompt variation only. A rate "
+    "that is counted (verdict accuracy and the tag rates: k of n verdicts, turns or tags; a "
+    "trap pair's win rate: k of n replicates) shows `(k of n)` and takes a Wilson interval "
+    "on those counts, widened by the design effect when the replicates disagree more than "
+    "chance would make them; other numbers that are no mean over prompts (counts, a trap "
+    "pair's ranks) take the replicate as the unit. A rate whose every observation sits at a "
+    "bound is a count (all 30 hit: 30 of 30) and keeps an interval; identical ranks (or "
+    "MRR, nDCG values) have none, at a bound as inside (`no spread`). `n` counts prompts x "
+    "replicates. A conclusion counts a metric as "
     "better or worse only when the whole interval of the difference lies on one side of 0 "
     "and has some width; a zero-width interval (`no spread`) is never a claim; where no "
     "interval could be computed the cell says why. "

@@ -26,8 +26,16 @@ everywhere an interval is drawn (`interval`, `paired_difference`; `mean_interval
    N = P x R observations). It stays inside the range by construction and, unlike a
    percentile bootstrap over 38 prompts, holds its coverage at rates near 0 or 1
    (bench/intervals.py measures it). When every value sits at a bound (V = 0) the design
-   effect is undefined and the effective size is N (Korn & Graubard's choice). A metric with no upper bound (a count) gets the t
-   interval cut at its lower bound; an unbounded one (a score gap) the t interval.
+   effect is undefined: for a rate (each observation a 0/1 outcome, so "all hit" is k = N
+   of N) the effective size is N (Korn & Graubard's choice); for a graded value (a rank,
+   MRR, nDCG) identical values are no spread, at a bound as inside it (three ranks of 1 and
+   three of 2 read alike). A metric with no upper bound (a count) gets the t interval cut at
+   its lower bound; an unbounded one (a score gap) the t interval.
+
+A rate that is counted rather than averaged over prompts (verdict accuracy: k correct of n
+scored verdicts; a trap pair's win rate: k replicates won of n) takes its interval from the
+counts (`count_interval`): the pooled k / n with a Wilson score interval at n, divided by the
+design effect when the replicates' own rates spread more than n independent outcomes would.
 
 Differences between conditions are paired by prompt (the same prompt ranked under both):
 per prompt and replicate when both ran the same replicates (so a replicate shared by both
@@ -49,8 +57,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CONFIDENCE", "INTERVAL_METHODS",
-           "MIN_INTERVAL_N", "COVERS_PROMPTS_ONLY", "Bounds", "bootstrap_mean", "difference",
-           "interval", "mean_interval", "paired_difference", "power_mde", "summarize",
+           "MIN_INTERVAL_N", "COVERS_PROMPTS_ONLY", "Bounds", "bootstrap_mean", "count_interval",
+           "difference", "interval", "mean_interval", "paired_difference", "power_mde", "summarize",
            "zero_width"]
 
 CONFIDENCE = 0.95
@@ -64,11 +72,13 @@ INTERVAL_METHODS = {
     "t-cluster": "t interval, clustered by prompt (prompts x replicates)",
     "wilson-units": "Wilson interval at the effective size, over replicates",
     "t-units": "t interval over replicates",
+    "wilson-counts": "Wilson interval on the counts k of n (design effect over replicates)",
 }
 COVERS_PROMPTS_ONLY = "prompt variation only (1 replicate: the judge's randomness across " \
                       "replicates is not covered)"
 COVERS_BOTH = "prompt variation and the judge's randomness across replicates"
 COVERS_UNITS = "variation across replicates"
+COVERS_COUNTS = "the counted outcomes, widened when the replicates spread more than they would"
 _DIGITS = 12  # rounding keeps metrics.json byte-stable across platforms
 
 Bounds = tuple[float | None, float | None]
@@ -134,15 +144,23 @@ def _combine(terms: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 # --- step 2: the interval within the range ------------------------------------------------
-def _wilson(u: float, v: float, q: float, units: int) -> tuple[float, float]:
+def _wilson(u: float, v: float, q: float, units: int, proportion: bool = True
+            ) -> tuple[float, float]:
     """Wilson score interval for a [0, 1] mean u with variance v at effective size
-    u(1-u)/v (the number of units when v is 0 at a bound)."""
+    u(1-u)/v. With v = 0 there is no spread, except for a rate (PROPORTION) at a bound:
+    every one of UNITS 0/1 outcomes alike is a count, k = 0 or n of n, and gets the Wilson
+    interval at n."""
     if v <= 0:
-        if 0 < u < 1:
-            return u, u  # every unit gave the same interior value: no spread
+        if not proportion or 0 < u < 1:
+            return u, u  # every unit gave the same value: no spread
         n = float(units)
     else:
         n = max(u * (1 - u) / v, 1e-12)
+    return _wilson_at(u, n, q)
+
+
+def _wilson_at(u: float, n: float, q: float) -> tuple[float, float]:
+    """The Wilson score interval of a share u of n outcomes at quantile q."""
     q2 = q * q
     centre = (u + q2 / (2 * n)) / (1 + q2 / n)
     half = q / (1 + q2 / n) * math.sqrt(max(u * (1 - u), 0.0) / n + q2 / (4 * n * n))
@@ -150,7 +168,8 @@ def _wilson(u: float, v: float, q: float, units: int) -> tuple[float, float]:
 
 
 def _finish(mean: float, terms: list[tuple[float, float]], p: int, r: int, bounds: Bounds,
-            *, units: str, covers: str | None = None) -> dict[str, Any]:
+            *, units: str, covers: str | None = None, proportion: bool = True
+            ) -> dict[str, Any]:
     """The summary dict from step 1's output, with step 2's interval."""
     out: dict[str, Any] = {"mean": _r(mean), "lo": None, "hi": None, "n": p * r,
                            "method": "none", "n_prompts": p, "n_replicates": r}
@@ -174,7 +193,7 @@ def _finish(mean: float, terms: list[tuple[float, float]], p: int, r: int, bound
             q = _z() * q / _t_quantile(max(p * r - 1, 1))
         # every value at a bound (V = 0): the effective size is the number of observations,
         # Korn & Graubard's choice when the design effect is undefined
-        a, b = _wilson(u, v / (w * w), q, p * r if kind == "cluster" else p)
+        a, b = _wilson(u, v / (w * w), q, p * r if kind == "cluster" else p, proportion)
         out["lo"], out["hi"], out["method"] = _r(lo_b + a * w), _r(lo_b + b * w), f"wilson-{kind}"
     else:
         half = q * math.sqrt(v)
@@ -195,13 +214,24 @@ def _matrix(y: Any) -> np.ndarray:
     return a[:, None] if a.ndim == 1 else a
 
 
-def interval(y: Any, bounds: Bounds = (None, None)) -> dict[str, Any]:
-    """Mean of a prompts x replicates matrix (NaN: missing) with its 95% interval."""
+def _proportion(bounds: Bounds, proportion: bool | None) -> bool:
+    """Whether a metric is a rate of 0/1 outcomes (given, else: its range is [0, 1])."""
+    if proportion is not None:
+        return proportion
+    return bounds == (0.0, 1.0)
+
+
+def interval(y: Any, bounds: Bounds = (None, None), *, proportion: bool | None = None
+             ) -> dict[str, Any]:
+    """Mean of a prompts x replicates matrix (NaN: missing) with its 95% interval.
+    PROPORTION: the values are 0/1 outcomes (default: when BOUNDS are [0, 1]); only then do
+    values all at a bound get an interval (`_wilson`)."""
     a = _matrix(y)
     if a.size == 0 or np.all(np.isnan(a)):
         raise ValueError("interval needs at least one value")
     mean, terms, p, r = _terms(a)
-    return _finish(mean, terms, p, r, bounds, units="prompts")
+    return _finish(mean, terms, p, r, bounds, units="prompts",
+                   proportion=_proportion(bounds, proportion))
 
 
 def _diff_bounds(bounds: Bounds) -> Bounds:
@@ -212,7 +242,8 @@ def _diff_bounds(bounds: Bounds) -> Bounds:
 
 
 def paired_difference(treated: Any, baseline: Any, bounds: Bounds = (None, None), *,
-                      paired_replicates: bool = True) -> dict[str, Any]:
+                      paired_replicates: bool = True, proportion: bool | None = None
+                      ) -> dict[str, Any]:
     """treated - baseline, paired by prompt (rows are the same prompts, in the same order).
     With paired_replicates (both ran the same replicates, columns in the same order) the
     difference is taken per prompt and replicate; else per prompt on each side's replicate
@@ -225,9 +256,10 @@ def paired_difference(treated: Any, baseline: Any, bounds: Bounds = (None, None)
     if t.shape[0] == 0:
         raise ValueError("paired_difference: no prompt has a value on both sides")
     dbounds = _diff_bounds(bounds)
+    prop = _proportion(bounds, proportion)
     if paired_replicates and t.shape == b.shape:
         mean, terms, p, r = _terms(t - b)
-        out = _finish(mean, terms, p, r, dbounds, units="prompts")
+        out = _finish(mean, terms, p, r, dbounds, units="prompts", proportion=prop)
         out["pairing"] = "paired by prompt and replicate"
         return out
     d = np.nanmean(t, axis=1) - np.nanmean(b, axis=1)
@@ -236,7 +268,7 @@ def paired_difference(treated: Any, baseline: Any, bounds: Bounds = (None, None)
         _, side_terms, _, _ = _terms(side)
         terms += side_terms[1:]  # the replicate component of each side
     r = min(t.shape[1], b.shape[1])
-    out = _finish(mean, terms, p, r, dbounds, units="prompts")
+    out = _finish(mean, terms, p, r, dbounds, units="prompts", proportion=prop)
     out["n"] = int(p * (t.shape[1] + b.shape[1]) / 2) if p else 0
     out["n_replicates"] = [int(t.shape[1]), int(b.shape[1])]
     out["pairing"] = "paired by prompt (replicates unpaired)"
@@ -244,15 +276,41 @@ def paired_difference(treated: Any, baseline: Any, bounds: Bounds = (None, None)
 
 
 # --- the same method over values that are their own units ---------------------------------
-def mean_interval(values: Sequence[float], bounds: Bounds = (None, None), **_: Any
-                  ) -> dict[str, Any]:
+def mean_interval(values: Sequence[float], bounds: Bounds = (None, None), *,
+                  proportion: bool | None = None, **_: Any) -> dict[str, Any]:
     """Mean of independent values (each its own unit, e.g. one value per replicate) with the
     same interval: lo and hi are None below MIN_INTERVAL_N values (`why` says so)."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("mean_interval needs at least one value")
     mean, terms, p, _one = _terms(data[:, None])
-    return _finish(mean, terms, p, 1, bounds, units="replicates")
+    return _finish(mean, terms, p, 1, bounds, units="replicates",
+                   proportion=_proportion(bounds, proportion))
+
+
+def count_interval(counts: Mapping[int, tuple[int, int] | None]) -> dict[str, Any] | None:
+    """A counted rate, {replicate: (k, n)}: the pooled K / N with a Wilson score interval
+    at N (95%, normal quantile), N divided by the design effect when the replicates' own
+    rates k/n spread more than N independent outcomes would (the ratio estimator's variance
+    over replicates against p(1-p)/N; never below 1). None when nothing was counted."""
+    present = {rep: (int(c[0]), int(c[1])) for rep, c in sorted(counts.items())
+               if c is not None and int(c[1]) > 0}
+    if not present:
+        return None
+    k = sum(c[0] for c in present.values())
+    n = sum(c[1] for c in present.values())
+    p = k / n
+    deff = 1.0
+    if len(present) >= 2 and 0 < p < 1:
+        r = len(present)
+        v = r / (r - 1) * sum((ni / n) ** 2 * (ki / ni - p) ** 2 for ki, ni in present.values())
+        deff = max(1.0, v / (p * (1 - p) / n))
+    lo, hi = _wilson_at(p, n / deff, _z())
+    return {"mean": _r(p), "lo": _r(lo), "hi": _r(hi), "n": n, "k": k,
+            "method": "wilson-counts", "n_prompts": None, "n_replicates": len(present),
+            "covers": COVERS_COUNTS, "design_effect": _r(deff),
+            "replicates": list(present), "values": [_r(ki / ni) for ki, ni in present.values()],
+            "counts": [[ki, ni] for ki, ni in present.values()]}
 
 
 def bootstrap_mean(values: Sequence[float], bounds: Bounds = (None, None), **_: Any
@@ -267,20 +325,25 @@ def zero_width(s: Mapping[str, Any] | None) -> bool:
 
 
 def summarize(per_replicate: Mapping[int, float | None], bounds: Bounds = (None, None),
-              **_: Any) -> dict[str, Any] | None:
+              *, proportion: bool | None = None, **_: Any) -> dict[str, Any] | None:
     """Mean and interval over the replicates that have a value (each replicate its own
-    unit: for a number that is not a mean over prompts); None when none has."""
+    unit: for a number that is not a mean over prompts); None when none has. A rate whose
+    replicates each give one 0/1 outcome (a trap pair won or lost) is k of n replicates:
+    `count_interval`."""
     present = {rep: v for rep, v in sorted(per_replicate.items()) if v is not None}
     if not present:
         return None
-    out = mean_interval(list(present.values()), bounds)
+    if _proportion(bounds, proportion) and all(v in (0.0, 1.0) for v in present.values()):
+        return count_interval({rep: (int(v), 1) for rep, v in present.items()})
+    out = mean_interval(list(present.values()), bounds, proportion=proportion)
     out["replicates"] = list(present)
     out["values"] = [_r(v) for v in present.values()]
     return out
 
 
 def difference(treated: Mapping[int, float | None], baseline: Mapping[int, float | None],
-               bounds: Bounds = (None, None), **_: Any) -> dict[str, Any] | None:
+               bounds: Bounds = (None, None), *, proportion: bool | None = None, **_: Any
+               ) -> dict[str, Any] | None:
     """treated - baseline over replicate values (each replicate its own unit): paired by
     replicate when both have the same replicates, else each side's variance added."""
     t = {rep: v for rep, v in treated.items() if v is not None}
@@ -288,15 +351,16 @@ def difference(treated: Mapping[int, float | None], baseline: Mapping[int, float
     if not t or not b:
         return None
     dbounds = _diff_bounds(bounds)
+    prop = _proportion(bounds, proportion)
     if set(t) == set(b):
-        out = mean_interval([t[k] - b[k] for k in sorted(t)], dbounds)
+        out = mean_interval([t[k] - b[k] for k in sorted(t)], dbounds, proportion=prop)
         out["pairing"] = "paired by replicate"
         return out
     tv, bv = np.asarray(list(t.values())), np.asarray(list(b.values()))
     terms = [(float(x.var(ddof=1)) / x.size, float(x.size - 1)) for x in (tv, bv) if x.size > 1]
     n = min(tv.size, bv.size)
     out = _finish(float(tv.mean() - bv.mean()), terms if n >= MIN_INTERVAL_N else [], n, 1,
-                  dbounds, units="replicates")
+                  dbounds, units="replicates", proportion=prop)
     out.update({"n_treated": int(tv.size), "n_baseline": int(bv.size), "pairing": "unpaired"})
     return out
 
