@@ -188,7 +188,7 @@ def _run_rounds(config: SweepConfig, run: ConditionRun, turn, contract: str, don
                 raise SweepFailing(f"{count} of {total} learning turns of {run.name} round "
                                    f"{round_idx + 1} failed for the same reason: {reason}")
             run.mark_round_complete(round_idx)
-            line = measured.round_line()  # trap-win, hit@5, held-out hit@1, hit@3
+            line = measured.round_line()  # in-distribution trap-win, hit@5, hit@3; held-out hit@1
             where = f"round {round_idx + 1} of {config.rounds}"  # as report and plots say
             say(f"[sweep] {run.name} {where}: {line}" if line
                 else f"[sweep] {run.name} {where} measured")

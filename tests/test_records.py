@@ -272,11 +272,14 @@ def test_a_resumed_sweep_stops_on_a_malformed_turn_row_naming_it(prefect_harness
 
 
 def test_the_round_line_shows_the_headline_metrics_that_were_measured():
-    """The terminal's per-round line: trap-win, hit@5, held-out hit@1, hit@3, only those
-    the round measured (a sweep without held-out prompts has no held-out figure)."""
+    """The terminal's per-round line: trap-win, hit@5, hit@3, held-out hit@1, only those
+    the round measured (a sweep without held-out prompts has no held-out figure), each
+    under the split it was measured on (an in-distribution hit@3 once followed "held-out
+    hit@1" as if it were held-out too)."""
     full = MeasureResult(rows=1, catalogs={}, in_distribution_hit_at_3=0.9,
                          in_distribution_hit_at_5=1.0, trap_win_rate=0.8, heldout_hit_at_1=0.44)
-    assert full.round_line() == "trap-win 0.80, hit@5 1.00, held-out hit@1 0.44, hit@3 0.90"
+    assert full.round_line() == ("in-distribution trap-win 0.80, hit@5 1.00, hit@3 0.90; "
+                                 "held-out hit@1 0.44")
     no_heldout = MeasureResult(rows=1, catalogs={}, in_distribution_hit_at_3=0.9,
                                in_distribution_hit_at_5=0.9, trap_win_rate=0.0)
     assert "held-out" not in no_heldout.round_line()

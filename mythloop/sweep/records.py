@@ -73,12 +73,16 @@ class MeasureResult(BaseModel):
     heldout_hit_at_1: float | None = None
 
     def round_line(self) -> str:
-        """`trap-win 0.95, hit@5 0.90, held-out hit@1 0.40, hit@3 0.90` (what was measured)."""
-        parts = [(label, v) for label, v in (
-            ("trap-win", self.trap_win_rate), ("hit@5", self.in_distribution_hit_at_5),
-            ("held-out hit@1", self.heldout_hit_at_1), ("hit@3", self.in_distribution_hit_at_3))
-            if v is not None]
-        return ", ".join(f"{label} {v:.2f}" for label, v in parts)
+        """`in-distribution trap-win 0.95, hit@5 0.90, hit@3 0.90; held-out hit@1 0.40` (what
+        was measured, each figure under its split: trap-win is over the trap prompts, which
+        are in-distribution)."""
+        splits = [(split, [f"{label} {v:.2f}" for label, v in figures if v is not None])
+                  for split, figures in (
+                      ("in-distribution", (("trap-win", self.trap_win_rate),
+                                           ("hit@5", self.in_distribution_hit_at_5),
+                                           ("hit@3", self.in_distribution_hit_at_3))),
+                      ("held-out", (("hit@1", self.heldout_hit_at_1),)))]
+        return "; ".join(f"{split} {', '.join(parts)}" for split, parts in splits if parts)
 
 
 class TurnAnswer(BaseModel):
