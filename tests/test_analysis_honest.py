@@ -211,3 +211,32 @@ def test_the_reports_degenerate_cases_read_as_counted(three_identical):
     assert checked >= 8
     parse = next(x for x in verdicts.splitlines() if x.startswith("| tag parse rate"))
     assert "0.139" not in parse and "(18 of 18)" in parse
+
+
+def test_the_conclusion_names_every_effect_its_tables_show(three_identical):
+    """A prompt group's ranking metric that a condition clearly lowered (normal-prompt hit@1,
+    against C0 and over its own rounds) is named in the Conclusion, and the first-to-last
+    table shows it; the headline's own metrics are not repeated."""
+    import numpy as np
+
+    from mythloop.analysis.conclusion import single_conclusion
+    from mythloop.analysis.report import render_report
+    from mythloop.analysis.stats import paired_difference
+
+    metrics = json.loads(analyze(three_identical).metrics_path.read_text(encoding="utf-8"))
+    kept, lost = np.ones((25, 3)), np.ones((25, 3))
+    lost[:5] = 0.0  # 5 of 25 normal prompts lose their gold from rank 1: 1.00 -> 0.80
+    lowered = paired_difference(lost, kept, (0.0, 1.0))
+    assert lowered["hi"] < 0  # a claimable effect: the whole interval under 0
+    last = str(metrics["last_round"])
+    metrics["differences"]["c3-c0"]["per_round"][last]["normal.hit@1"] = lowered
+    metrics["deltas"]["c3"]["normal.hit@1"] = lowered
+    lines = single_conclusion(metrics)
+    versus = next(x for x in lines if x.startswith("**Conclusion** (C3 - C0"))
+    assert "worse on hit@1 (normal) -0.20" in versus and "C3 does not beat C0" in versus
+    rounds = next(x for x in lines if x.startswith("**Over the rounds**"))
+    assert "C3 worse on hit@1 (normal) -0.20" in rounds and "C0 no clear change" in rounds
+    report = render_report(metrics)
+    table = report.split("First round (", 1)[1].split("##", 1)[0]
+    assert re.search(r"\| hit@1 \(normal\) \| .* \| -0\.200 \[", table)
+    assert table.count("| hit@3 (held-out) |") == 1

@@ -17,13 +17,21 @@ from typing import Any
 
 from mythloop.analysis.stats import zero_width
 
-__all__ = ["LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "counted", "data_caveats", "enough",
-           "round_label", "single_conclusion", "signed"]
+__all__ = ["GROUP_METRICS", "LOWER_IS_BETTER", "MIN_REPLICATES", "claim", "counted",
+           "data_caveats", "enough", "round_label", "single_conclusion", "signed"]
 
 MIN_REPLICATES = 1
 """Replicates an interval needs (prompts are the unit: 1 replicate covers prompt variation)."""
 LOWER_IS_BETTER = {"catalog.in_distribution.poisoned_rate", "trap.twin_rank",
                    "in_distribution.gold_rank"}
+# The ranking metrics of each prompt group (the report's Ranking detail) beyond the headline:
+# the Conclusion names every one of them whose difference, or change over the rounds, is
+# claimable, and the report's first-to-last table shows them.
+GROUP_METRICS: tuple[tuple[str, str], ...] = tuple(
+    (f"{group}.{key}", f"{label} ({name})")
+    for group, name in (("trap", "trap"), ("normal", "normal"), ("heldout", "held-out"))
+    for key, label in (("hit@1", "hit@1"), ("hit@3", "hit@3"), ("hit@5", "hit@5"),
+                       ("mrr", "MRR")))
 
 
 def enough(s: dict[str, Any] | None) -> bool:
@@ -85,6 +93,8 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
         return [f"**Conclusion**: nothing to compare (only {base or 'one condition'} was run).",
                 ""]
     lines = []
+    headline_keys = {row["key"] for row in metrics["headline"]}
+    last = str(metrics["last_round"])
     for name, diff in metrics["differences"].items():
         cond = diff["treated"]
         good, bad, flat, still, none = [], [], [], [], []
@@ -101,6 +111,14 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
                 still.append(f"{row['label']} {signed(d)}")
             elif d:
                 none.append(f"{row['label']} ({d.get('why', 'no interval')})")
+        at_last = diff.get("per_round", {}).get(last, {})
+        for key, label in GROUP_METRICS:  # beyond the headline: only what is claimable
+            d = at_last.get(key)
+            verdict = claim(key, d) if key not in headline_keys else None
+            if verdict == "improves":
+                good.append(f"{label} {signed(d)} ({counted(d)})")
+            elif verdict == "hurts":
+                bad.append(f"{label} {signed(d)} ({counted(d)})")
         beats = "beats" if good and not bad else ("does not beat" if not good else
                                                    "is mixed against")
         text = (f"**Conclusion** ({cond.upper()} - {str(base).upper()} at {where}, "
@@ -123,7 +141,37 @@ def single_conclusion(metrics: dict[str, Any]) -> list[str]:
         lines.append("With 1 replicate the intervals cover prompt variation only, not the "
                      "judge's randomness across replicates (rerun with --replicates 3 for "
                      "both).")
-    return [*lines, *data_caveats(metrics), ""]
+    return [*lines, *_changes(metrics), *data_caveats(metrics), ""]
+
+
+def _changes(metrics: dict[str, Any]) -> list[str]:
+    """`**Over the rounds** ...`: per condition, every headline and prompt-group ranking
+    metric whose change from the first round to the last is claimable (the report's
+    first-to-last table shows each)."""
+    first, last = metrics.get("first_round"), metrics.get("last_round")
+    if first is None or first == last:
+        return []
+    labels = [(row["key"], row["label"]) for row in metrics["headline"]]
+    labels += [kl for kl in GROUP_METRICS if kl[0] not in dict(labels)]
+    parts = []
+    for cond in metrics.get("conditions") or []:
+        deltas = (metrics.get("deltas") or {}).get(cond) or {}
+        up, down = [], []
+        for key, label in labels:
+            d = deltas.get(key)
+            verdict = claim(key, d)
+            if verdict in ("improves", "hurts"):
+                (up if verdict == "improves" else down).append(
+                    f"{label} {signed(d)} ({counted(d)})")
+        said = [f"better on {'; '.join(up)}" if up else "",
+                f"worse on {'; '.join(down)}" if down else ""]
+        text = "; ".join(x for x in said if x) or "no clear change"
+        parts.append(f"{cond.upper()} {text}")
+    if not parts:
+        return []
+    return [f"**Over the rounds** ({round_label(metrics, first)} to "
+            f"{round_label(metrics, last)}, each condition against itself, paired by prompt "
+            f"and replicate): " + ". ".join(parts) + "."]
 
 
 _CELL_FILE = re.compile(r"^(?P<cond>[a-z0-9]+)-rep(?P<rep>\d+)/round_(?P<round>\d+)\.jsonl$")

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from mythloop.analysis.compute import HEADLINE, POWER_METRICS
-from mythloop.analysis.conclusion import round_label, single_conclusion
+from mythloop.analysis.conclusion import GROUP_METRICS, round_label, single_conclusion
 from mythloop.analysis.metrics import TIERS, VERDICTS
 from mythloop.analysis.plots import FIGURES
 from mythloop.analysis.stats import zero_width
@@ -242,9 +242,17 @@ def _headline_section(m: dict[str, Any]) -> list[str]:
         [row["label"], *(fmt(row["conditions"][c]["delta"], sign=True) for c in m["conditions"])]
         for row in m["headline"]
     ]
+    deltas = m.get("deltas") or {}
+    delta_rows += [
+        [label, *(fmt(deltas.get(c, {}).get(key), sign=True) for c in m["conditions"])]
+        for key, label in GROUP_METRICS
+        if key not in {row["key"] for row in m["headline"]}
+        and any(key in deltas.get(c, {}) for c in m["conditions"])
+    ]
     out += [
         f"First round ({round_label(m, m['first_round'])}) to last round "
-        f"({round_label(m, m['last_round'])}), paired by prompt and replicate:",
+        f"({round_label(m, m['last_round'])}), paired by prompt and replicate (the headline, "
+        "then each prompt group's ranking metrics):",
         "",
     ]
     out += _table(["metric", *(f"{c} last - first" for c in m["conditions"])], delta_rows)
