@@ -149,16 +149,19 @@ def _changes(metrics: dict[str, Any]) -> list[str]:
     metric whose change from the first round to the last is claimable (the report's
     first-to-last table shows each)."""
     first, last = metrics.get("first_round"), metrics.get("last_round")
-    if first is None or first == last:
+    if first is None or last is None or first == last:
         return []
     labels = [(row["key"], row["label"]) for row in metrics["headline"]]
     labels += [kl for kl in GROUP_METRICS if kl[0] not in dict(labels)]
     parts = []
     for cond in metrics.get("conditions") or []:
         deltas = (metrics.get("deltas") or {}).get(cond) or {}
-        up, down = [], []
+        up: list[str] = []
+        down: list[str] = []
         for key, label in labels:
             d = deltas.get(key)
+            if d is None:
+                continue
             verdict = claim(key, d)
             if verdict in ("improves", "hurts"):
                 (up if verdict == "improves" else down).append(
