@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 from prefect.artifacts import create_table_artifact
 
@@ -19,15 +21,25 @@ from mythloop.sweep.tuned import tune_for_round
 from mythloop_tasks.common import mythloop_task, say
 
 
+def round_name(template: str) -> Callable[..., str]:
+    """A task run's name from its parameters with `{round}` the round numbered from 1, as the
+    terminal, the report and the plots number it (`round_idx` counts from 0, as the round
+    files do: round 1 writes round_0.jsonl). A name is only shown: no cache or resume reads
+    it (the sweep resumes from its files)."""
+    def name(parameters: dict[str, Any]) -> str:
+        return template.format(round=int(parameters["round_idx"]) + 1, **parameters)
+    return name
+
+
 @mythloop_task(name="measure_round", retries=0,
-               task_run_name="measure {run.name} round {round_idx}")
+               task_run_name=round_name("measure {run.name} round {round}"))
 def measure_round(run: ConditionRun, round_idx: int) -> MeasureResult:
     """Rank every prompt (top-10), write round_<r>.jsonl, return the catalogs to learn from."""
     return run.measure(round_idx)
 
 
 @mythloop_task(name="learning_turn", llm=True,
-               task_run_name="learn {prompt.id} ({run.name} round {round_idx})")
+               task_run_name=round_name("learn {prompt.id} ({run.name} round {round})"))
 def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int,
                   catalog: list[CatalogEntry], contract: str) -> TurnAnswer:
     """Show the model the top-5 catalog and keep its reply; the flow then parses the verdict
@@ -35,7 +47,7 @@ def learning_turn(run: ConditionRun, prompt: SweepPrompt, round_idx: int,
     return run.ask_turn(prompt, round_idx, catalog, contract)
 
 
-@mythloop_task(name="learn", task_run_name="learn {run.name} round {round_idx}")
+@mythloop_task(name="learn", task_run_name=round_name("learn {run.name} round {round}"))
 def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[CatalogEntry]],
                 contract: str) -> list[TurnRow]:
     """Every learning turn of a round in the library (in-process judges): the turn rows."""
@@ -50,7 +62,7 @@ def learn_round(run: ConditionRun, round_idx: int, catalogs: dict[str, list[Cata
 
 
 @mythloop_task(name="fine_tune", retries=0,
-               task_run_name="fine-tune {run.name} for round {round_idx}")
+               task_run_name=round_name("fine-tune {run.name} for round {round}"))
 def fine_tune_round(run: ConditionRun, round_idx: int) -> dict:
     """C5: fine-tune a copy of the embedding model on the trusted verdicts so far and rank
     round `round_idx` with it; the model's lineage becomes an artifact."""

@@ -58,3 +58,14 @@ def test_a_worse_candidate_is_kept_not_promoted(tmp_path):
         found = client.read_artifacts(artifact_filter=ArtifactFilter(
             key=ArtifactFilterKey(any_=["model-promotion"])))
     assert any(cand["model_id"] in (a.description or "") for a in found)
+
+
+def test_models_names_the_round_as_the_sweep_did():
+    """A C5 model tuned for the second round (round index 1, file round_1.jsonl, which the
+    sweep's terminal and report call round 2) is listed as made for round 2."""
+    from mythloop_app.commands.models import _made_by
+
+    lineage = {"source": "sweep", "sweep_id": "s1", "condition": "c5", "replicate": 1,
+               "round": 1}  # as mythloop.sweep.tuned.tune_for_round records it
+    assert _made_by(lineage).endswith("c5-rep1 round 2")
+    assert _made_by({**lineage, "round": None}).endswith("round ?")

@@ -204,8 +204,10 @@ def _fixture_prompts() -> list[dict]:
     ({"--cold-skills": "1.5"}, ("--cold-skills 1.5", "0..1")),
     ({"--cold-skills": "0"}, ("--cold-skills 0", "0..1")),
     ({"--cold-skills": "missing.txt"}, ("cold-skills file", "missing.txt")),
-    ({"--add-skills-at": "1"}, ("--add-skills-at", "--cold-skills")),
+    ({"--add-skills-at": "2"}, ("--add-skills-at", "--cold-skills")),
     ({"--cold-skills": "0.5", "--add-skills-at": "0"}, ("--add-skills-at 0",)),
+    # rounds are numbered from 1 everywhere people read them: round 1 is no later round
+    ({"--cold-skills": "0.5", "--add-skills-at": "1"}, ("--add-skills-at 1", "round >= 2")),
     ({"--cold-skills": "0.5", "--add-skills-at": "3"}, ("--add-skills-at 3", "last round")),
 ])
 def test_bad_cold_skill_options_are_refused_in_one_line(ws, extra, names):  # noqa: F811
@@ -216,3 +218,26 @@ def test_a_cold_skills_file_naming_an_unknown_skill_is_refused(ws):  # noqa: F81
     listed = ws["root"] / "cold.txt"
     listed.write_text("regex-debugger\nnot-a-skill\n")
     rejected(ws, *sweep_args(ws, **{"--cold-skills": listed}), names=("not-a-skill", "pool"))
+
+
+def test_a_sweep_from_when_add_skills_at_counted_from_0_says_how_to_resume(ws):  # noqa: F811
+    """A sweep started with `--add-skills-at 2` when the option counted rounds from 0 (the
+    third round): its printed resume command now means the second round. The rerun is
+    refused in one line that gives the number that resumes it; with that number it resumes."""
+    from mythloop.sweep.inputs import InputError, check_inputs
+
+    earlier = ws["earlier"]
+    then = SweepConfig(pool=ws["pool"], prompts_file=ws["prompts"], rounds=3, cold_skills=0.5,
+                       add_skills_at=2, results_dir=earlier)
+    meta = json.loads((earlier / "sweep.json").read_text(encoding="utf-8"))
+    meta.update(fingerprint=then.fingerprint(), add_skills_at=2)
+    (earlier / "sweep.json").write_text(json.dumps(meta), encoding="utf-8")
+    typed_again = then.model_copy(update={"add_skills_at": 1})  # `--add-skills-at 2` now
+    with pytest.raises(InputError) as info:
+        check_inputs(typed_again)
+    assert "rerun with --add-skills-at 3 to resume it" in str(info.value)
+    assert "\n" not in str(info.value)
+    check_inputs(then)  # `--add-skills-at 3` now: the same sweep, resumed
+    other = then.model_copy(update={"add_skills_at": 1, "cold_skills": 0.4})
+    with pytest.raises(InputError, match="holds a different sweep"):
+        check_inputs(other)

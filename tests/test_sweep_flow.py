@@ -27,8 +27,10 @@ def _sweep(config: SweepConfig):
     return sweep(config)
 
 
-def _sweep_with_turn_tags(config: SweepConfig, turns: int) -> tuple[dict, list[list[str]]]:
-    """Run the sweep; also return the tags of its learning-turn task runs, read from the API.
+def _sweep_with_turn_tags(config: SweepConfig, turns: int
+                          ) -> tuple[dict, list[list[str]], list[str]]:
+    """Run the sweep; also return the tags and the names of its learning-turn task runs, read
+    from the API.
 
     The server records task runs from their events after the flow returns, so this waits
     (up to a minute) until it shows the `turns` expected.
@@ -53,7 +55,7 @@ def _sweep_with_turn_tags(config: SweepConfig, turns: int) -> tuple[dict, list[l
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in shards])),
             task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="learn "))), 60,
             until=lambda runs: len(runs) >= turns)
-    return state.result(), [sorted(t.tags) for t in seen]
+    return state.result(), [sorted(t.tags) for t in seen], sorted(t.name for t in seen)
 
 
 def _comparable(metrics_path: Path) -> dict:
@@ -65,11 +67,13 @@ def _comparable(metrics_path: Path) -> dict:
 
 def test_sweep_leaves_rounds_turns_raw_texts_metrics_and_report(tmp_path):
     out = tmp_path / "s"
-    result, turn_tags = _sweep_with_turn_tags(
+    result, turn_tags, names = _sweep_with_turn_tags(
         SweepConfig(rounds=2, replicates=1, results_dir=out), turns=2 * 2)
     # a simulated judge learns a round in one `learn` task, and calls no model: its task
     # runs take no slot of the global `llm` limit
     assert len(turn_tags) == 2 * 2 and all(tags == [] for tags in turn_tags)
+    # the UI numbers rounds as the terminal and the report do, from 1 (files from 0)
+    assert names == [f"learn {s}-rep1 round {r}" for s in ("c0", "c3") for r in (1, 2)]
     for shard in ("c0-rep1", "c3-rep1"):
         for r in (0, 1):
             rows = read_jsonl(out / shard / f"round_{r}.jsonl")

@@ -408,7 +408,7 @@ def _cold_rounds_section(m: dict[str, Any]) -> list[str]:
         return []
     cold = m.get("sweep", {}).get("cold_skills") or []
     added = m.get("sweep", {}).get("add_skills_at")
-    when = (f"they join the pool at round {added + 1} (`--add-skills-at {added}`) and are "
+    when = (f"they join the pool at round {added + 1} (`--add-skills-at {added + 1}`) and are "
             "learned from from then on" if added is not None
             else "in the pool throughout, their prompts never learned from")
     return ["## Held-out prompts per round: warm and cold skills", "",
@@ -570,8 +570,10 @@ _DEFINITIONS = [
     "better or worse only when the whole interval of the difference lies on one side of 0 "
     "and has some width; a zero-width interval (`no spread`) is never a claim; where no "
     "interval could be computed the cell says why. "
-    "Rounds are labelled from 1 everywhere (terminal, report, plots: `round 1 of 6` is the "
-    "measurement before any learning); the files are numbered from 0 (`round_0.jsonl`).",
+    "Rounds are labelled from 1 everywhere people read them (terminal, report, plots, the "
+    "UI's task names, `--add-skills-at`, `mythloop models`: `round 1 of 6` is the "
+    "measurement before any learning); the files and metrics.json index them from 0 "
+    "(`round_0.jsonl`).",
     "- A round file with no rows gives no ranking metrics for that cell (reported under data issues); "
     "a prompt missing from a non-empty round counts as a miss.",
     "",

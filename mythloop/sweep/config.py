@@ -86,7 +86,9 @@ class SweepConfig(BaseModel):
     """C0 = blend off (verdicts stored, not used); C3 = blend on; C4 = blend on with the
     agreement rule (demotes a skill only when it is credibly harmful; docs/blend.md)."""
     rounds: int = Field(6, ge=1, le=100)
-    """Rounds of measure -> learn, numbered from 0."""
+    """Rounds of measure -> learn. Indexed from 0 here and in the files (round_0.jsonl);
+    people read them numbered from 1 (terminal, report, plots, UI task names, --add-skills-at:
+    round_idx + 1)."""
     replicates: int = Field(1, ge=1, le=50)
     """Independent repeats of each condition, each with its own seed and prompt order."""
     judge: Judge = "simulated"
@@ -139,8 +141,9 @@ class SweepConfig(BaseModel):
     cold_skills_file: Path | None = None
     """Hold back the skills this file names (one per line; `#` starts a comment) instead."""
     add_skills_at: int | None = Field(None, ge=1)
-    """With cold skills: they join the pool only at this round (numbered from 0, as the
-    round files are), and their prompts are learned from from then on."""
+    """With cold skills: they join the pool only at this round index (from 0, as the round
+    files are; the CLI's `--add-skills-at N` counts from 1 and sets N - 1), and their prompts
+    are learned from from then on."""
 
     @field_validator("conditions")
     @classmethod
@@ -446,7 +449,7 @@ def resolve_cold_skills(config: SweepConfig, names: list[str], seed: int) -> lis
         if not cold:
             raise ValueError("--add-skills-at needs --cold-skills (the skills it adds)")
         if config.add_skills_at >= config.rounds:
-            raise ValueError(f"--add-skills-at {config.add_skills_at} is past the last round "
-                             f"({config.rounds - 1}, rounds numbered from 0): give 1.."
-                             f"{config.rounds - 1} or more --rounds")
+            raise ValueError(f"--add-skills-at {config.add_skills_at + 1} is past the last "
+                             f"round ({config.rounds}, rounds numbered from 1): give 2.."
+                             f"{config.rounds} or more --rounds")
     return cold

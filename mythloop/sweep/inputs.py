@@ -21,7 +21,7 @@ from mythloop.sweep.config import (
     resolve_cold_skills,
 )
 from mythloop.sweep.injected import read_injected
-from mythloop.sweep.records import SweepRecordError, read_sweep_record
+from mythloop.sweep.records import SweepRecord, SweepRecordError, read_sweep_record
 
 __all__ = ["CheckedInputs", "InputError", "check_inputs", "judge_label", "one_line"]
 
@@ -160,6 +160,21 @@ def _check_prompts_against_pool(prompts: list[SweepPrompt], catalog: Catalog, pa
                              f"{prompt.paraphrase_of!r}, which is not a prompt of that file")
 
 
+def _check_add_skills_at(results_dir: Path, meta: SweepRecord, config: SweepConfig) -> None:
+    """A sweep that differs only by one in --add-skills-at: the option counted rounds from 0
+    before it counted them from 1, so the resume command printed by a sweep from then asks
+    for the round before. Say which number resumes it."""
+    index = meta.add_skills_at
+    if index is None or config.add_skills_at is None or config.add_skills_at + 1 != index:
+        return
+    if config.model_copy(update={"add_skills_at": index}).fingerprint() != meta.fingerprint:
+        return
+    raise InputError(
+        f"{results_dir} holds this sweep with its cold skills added at round {index + 1} "
+        f"(`--add-skills-at {index + 1}`; `--add-skills-at {index}` before rounds were "
+        f"numbered from 1): rerun with --add-skills-at {index + 1} to resume it")
+
+
 def _check_results_dir(config: SweepConfig) -> None:
     """A given results dir must be a folder that is empty, new, or this same sweep's."""
     if config.results_dir is None:
@@ -185,6 +200,7 @@ def _check_results_dir(config: SweepConfig) -> None:
         raise InputError(f"{results_dir} holds a sweep.json that mythloop's sweep did not write "
                          "(no fingerprint); choose another --results-dir")
     if meta.fingerprint != config.fingerprint():
+        _check_add_skills_at(results_dir, meta, config)
         ran, now = meta.ranking_settings, ranking_settings()
         recorded = "ranking_settings" in meta.model_fields_set or not now  # (older sweeps)
         if ran != now and recorded:

@@ -37,8 +37,10 @@ def _size_mb(path) -> float:
 
 def _made_by(lineage: dict) -> str:
     if lineage.get("source") == "sweep":
+        made_for = lineage.get("round")  # the round index, from 0 as the round files
+        shown = made_for + 1 if isinstance(made_for, int) else "?"  # numbered as the sweep says
         return (f"sweep {lineage.get('sweep_id')} {lineage.get('condition')}-rep"
-                f"{lineage.get('replicate')} round {lineage.get('round')}")
+                f"{lineage.get('replicate')} round {shown}")
     return str(lineage.get("source") or "-")
 
 

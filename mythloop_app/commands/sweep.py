@@ -27,7 +27,8 @@ def sweep(
         list(_CONFIG.conditions), "--conditions", "-c", metavar="CONDITIONS",
         help=f"Conditions to run: {_CONDITION_CHOICES}. Takes a list: "
              "`--conditions c0 c3`, `--conditions c0,c3` or repeat the option."),
-    rounds: int = typer.Option(_CONFIG.rounds, min=1, help="Rounds of measure -> learn (R0..R{n-1})."),
+    rounds: int = typer.Option(_CONFIG.rounds, min=1, help="Rounds of measure -> learn, numbered 1..N as the terminal, the report "
+                                     "and the UI show them (round 1 measures before any learning)."),
     replicates: int = typer.Option(_CONFIG.replicates, min=1, help="Replicates per condition, each with its own "
                                                    "seed and prompt order."),
     judge: str = typer.Option(_CONFIG.judge, help="Who plays the model in learning turns: "
@@ -101,8 +102,10 @@ def sweep(
              "from; the report splits held-out metrics into warm and cold skills."),
     add_skills_at: int | None = typer.Option(
         None, "--add-skills-at", metavar="ROUND",
-        help="With --cold-skills: add those skills to the pool only at this round (numbered "
-             "from 0, as round_<r>.jsonl), learning from their prompts from then on."),
+        help="With --cold-skills: add those skills to the pool only at this round, 2..N "
+             "(numbered from 1 as the terminal, the report and the UI number rounds: 2 adds "
+             "them after one round of learning; its file is round_1.jsonl), learning from "
+             "their prompts from then on."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task logs."),
 ) -> None:
     """Run sweep conditions x replicates x rounds of measure -> learn, then the analysis.
@@ -149,7 +152,9 @@ def sweep(
             shard_deployment=shard_deployment, strict=strict, force=force,
             concurrency=concurrency, task_per_turn=task_per_turn,
             parallel_shards=parallel_shards, cold_skills=cold_fraction,
-            cold_skills_file=cold_file, add_skills_at=add_skills_at)
+            cold_skills_file=cold_file,
+            # the config counts rounds from 0, as the round files do
+            add_skills_at=None if add_skills_at is None else add_skills_at - 1)
     except ValidationError as exc:
         from mythloop.checks import plain_errors
 
@@ -214,9 +219,9 @@ def _fail(message: str) -> NoReturn:
 
 def _cold_skills(value: str | None, add_at: int | None) -> tuple[float | None, Path | None]:
     """--cold-skills as (fraction, None) or (None, file); --add-skills-at checked too."""
-    if add_at is not None and add_at < 1:
-        _fail(f"--add-skills-at {add_at} is not a later round: give a round >= 1 (rounds are "
-              "numbered from 0)")
+    if add_at is not None and add_at < 2:
+        _fail(f"--add-skills-at {add_at} is not a later round: give a round >= 2 (rounds are "
+              "numbered from 1; round 1 measures before any learning)")
     if value is None:
         if add_at is not None:
             _fail("--add-skills-at needs --cold-skills (the skills it adds)")
