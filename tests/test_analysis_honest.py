@@ -240,3 +240,30 @@ def test_the_conclusion_names_every_effect_its_tables_show(three_identical):
     table = report.split("First round (", 1)[1].split("##", 1)[0]
     assert re.search(r"\| hit@1 \(normal\) \| .* \| -0\.200 \[", table)
     assert table.count("| hit@3 (held-out) |") == 1
+
+
+def test_the_figures_footers_fit_inside_the_figure(three_identical):
+    """The note under each by-round figure (what the bands are, how a miss counts) is
+    wrapped inside the figure and stays under the x axis (trap_win_rate.png's ran off its
+    right edge)."""
+    import matplotlib.pyplot as plt
+
+    from mythloop.analysis.plots import _by_round
+
+    metrics = json.loads(analyze(three_identical).metrics_path.read_text(encoding="utf-8"))
+    for c in metrics["per_round"]["c3"].values():  # two methods and the 1-replicate note
+        c["trap.trap_win_rate"]["method"] = "t-cluster"
+        c["trap.trap_win_rate"]["covers"] = "prompt variation only"
+    note = "; a twin or gold outside the top 10 counts as rank 11; ties lose"
+    fig = _by_round(metrics, "trap.trap_win_rate", "t", "y", note)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        footer = fig.texts[-1]
+        box = footer.get_window_extent(renderer)
+        axis = fig.axes[0].xaxis.get_tightbbox(renderer)
+        assert "ties lose" in footer.get_text() and footer.get_text().count("\n") >= 1
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width and 0 <= box.y0
+        assert box.y1 <= axis.y0  # under the x axis and its label, not over them
+    finally:
+        plt.close(fig)

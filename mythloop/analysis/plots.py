@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ _STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (1, 1)), "v"))
 _DODGE = 0.06
 _FALLBACK = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _VERDICT_COLOURS = {"HELPFUL": "#2ca02c", "NEUTRAL": "#bdbdbd", "HARMFUL": "#d62728"}
+# The footer under a by-round figure: 7 pt text wrapped to the figure's width (about 118
+# characters of 7 pt DejaVu Sans fit 6.4 in; 110 leaves room), the axes raised to make room
+# for its lines.
+_FOOTER_CHARS = 110
+_FOOTER_LINE = 0.03  # figure fraction per footer line (7 pt at 4.2 in)
 
 
 def _colour(cond: str, index: int) -> str:
@@ -54,7 +60,6 @@ def _by_round(
     stay inside the metric's range), over rounds: a band only where an interval exists, and
     the caption names the method(s) used, or says there is no band."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.19)
     drawn = False
     methods: set[str] = set()
     conds = metrics["conditions"]
@@ -100,7 +105,11 @@ def _by_round(
         ax.invert_yaxis()
     if drawn:
         ax.legend(loc="best")
-    fig.text(0.01, 0.01, _band_note(methods) + note, fontsize=7, ha="left", va="bottom")
+    footer = textwrap.wrap(_band_note(methods) + note, _FOOTER_CHARS)
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.91,
+                        bottom=0.15 + _FOOTER_LINE * len(footer))
+    fig.text(0.01, 0.01, "\n".join(footer), fontsize=7, ha="left", va="bottom",
+             linespacing=1.2)
     return fig
 
 
