@@ -207,7 +207,8 @@ def _fixture_prompts() -> list[dict]:
     ({"--add-skills-at": "2"}, ("--add-skills-at", "--cold-skills")),
     ({"--cold-skills": "0.5", "--add-skills-at": "0"}, ("--add-skills-at 0",)),
     # rounds are numbered from 1 everywhere people read them: round 1 is no later round
-    ({"--cold-skills": "0.5", "--add-skills-at": "1"}, ("--add-skills-at 1", "round >= 2")),
+    ({"--cold-skills": "0.5", "--add-skills-at": "1"},
+     ("--add-skills-at 1", "round >= 2", "resumes with --add-skills-at 2")),
     ({"--cold-skills": "0.5", "--add-skills-at": "3"}, ("--add-skills-at 3", "last round")),
 ])
 def test_bad_cold_skill_options_are_refused_in_one_line(ws, extra, names):  # noqa: F811

@@ -221,7 +221,9 @@ def _cold_skills(value: str | None, add_at: int | None) -> tuple[float | None, P
     """--cold-skills as (fraction, None) or (None, file); --add-skills-at checked too."""
     if add_at is not None and add_at < 2:
         _fail(f"--add-skills-at {add_at} is not a later round: give a round >= 2 (rounds are "
-              "numbered from 1; round 1 measures before any learning)")
+              "numbered from 1; round 1 measures before any learning"
+              + ("; a sweep started with --add-skills-at 1 when rounds were numbered from 0 "
+                 "resumes with --add-skills-at 2)" if add_at == 1 else ")"))
     if value is None:
         if add_at is not None:
             _fail("--add-skills-at needs --cold-skills (the skills it adds)")
