@@ -34,7 +34,8 @@ from mythloop.procs import STOPPING
 from mythloop.settings import get_settings
 from mythloop.textsafe import clean_line, clean_text
 
-__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool"]
+__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool",
+           "timeout_tag", "with_timeout"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -94,6 +95,23 @@ def run_logger_info() -> Callable[[str], None] | None:
         return None
 
 
+def timeout_tag(seconds: float) -> str:
+    """The tag that shows a task run's timeout in the UI (`timeout:600s`): Prefect's run page
+    shows a task's tags and retries, not its timeout."""
+    return f"timeout:{seconds:g}s"
+
+
+def with_timeout(task: Task[P, R], seconds: float, *, enforced: bool = True,
+                 **options: Any) -> Task[P, R]:
+    """TASK with a timeout of SECONDS and its `timeout:...s` tag (replacing any other). With
+    `enforced=False` the tag alone: the timeout is the step's own (a render's deadline, a
+    model call's), not Prefect's, which cannot interrupt a task in a worker thread."""
+    tags = {tag for tag in task.tags if not tag.startswith("timeout:")} | {timeout_tag(seconds)}
+    if enforced:
+        options["timeout_seconds"] = seconds
+    return task.with_options(tags=tags, **options)
+
+
 def retry_on_retriable(task: Task, task_run: TaskRun, state: State) -> bool:
     """Prefect `retry_condition_fn`: retry timeouts, rate limits, 5xx and network errors only.
 
@@ -117,13 +135,17 @@ def mythloop_task(
     cache_policy: CachePolicy = NO_CACHE,
     **options: Any,
 ) -> Callable[[Callable[P, R]], Task[P, R]]:
-    """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`)."""
+    """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`); a task with
+    a timeout carries it as a tag too (`timeout:600s`), so the UI shows it."""
     settings = get_settings()
-    # Tags cost an API round trip per task run (concurrency-limit lookup), so only model
-    # calls carry one: `llm`, which `mythloop serve` caps with a global limit.
+    # Tags cost an API round trip per task run (one concurrency-limit lookup for all of a
+    # run's tags), so only model calls and runs with a timeout carry any: `llm`, which
+    # `mythloop serve` caps with a global limit, and `timeout:<seconds>s`.
     all_tags = set(tags)
     if llm:
         all_tags.add(LLM_TAG)
+    if timeout_seconds is not None:
+        all_tags.add(timeout_tag(timeout_seconds))
     if "cache_key_fn" not in options:  # a key function is its own cache policy
         options["cache_policy"] = cache_policy
     return task(
