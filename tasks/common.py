@@ -10,6 +10,7 @@ that want caching pass an explicit policy).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any, ParamSpec, TypeVar
@@ -24,7 +25,7 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import StateType, TaskRun
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectConcurrentFuture
 from prefect.states import Crashed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -35,7 +36,7 @@ from mythloop.settings import get_settings
 from mythloop.textsafe import clean_line, clean_text
 
 __all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool",
-           "timeout_tag", "with_timeout"]
+           "timeout_tag", "with_timeout", "told_by_the_flow", "ToldByTheFlow"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,6 +86,28 @@ _RUN_LOG_TEXT = _RunLogText()
 _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs", "prefect.engine")
 for _name in _RUN_LOGGERS:
     logging.getLogger(_name).addFilter(_RUN_LOG_TEXT)  # (the same filter is added once)
+
+
+_TOLD: set[str] = set()  # task runs whose end the flow tells on the console in its own line
+_TOLD_LOCK = threading.Lock()
+
+
+def told_by_the_flow() -> None:
+    """The current task run ends in a state the flow reads and tells on the console in its
+    own line (a failed render: `[film] render-scene-01 -> scene error: ...`): the run's
+    records (its error, Prefect's "Finished in state Failed") go to the API and the UI, not
+    to a CLI's console (`ToldByTheFlow`, unless --verbose)."""
+    context = TaskRunContext.get()
+    if context is not None and context.task_run is not None:
+        with _TOLD_LOCK:
+            _TOLD.add(str(context.task_run.id))
+
+
+class ToldByTheFlow(logging.Filter):
+    """Console filter: drops the records of the task runs `told_by_the_flow` marked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return str(getattr(record, "task_run_id", "")) not in _TOLD
 
 
 def run_logger_info() -> Callable[[str], None] | None:

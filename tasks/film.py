@@ -39,7 +39,7 @@ from mythloop.mythos.sandbox.scene_cache import SceneCache, record_failure, reco
 from mythloop.mythos.sandbox.verify import verify_scene
 from mythloop.procs import STOPPING
 from mythloop.textsafe import clean_line, clean_text
-from mythloop_tasks.common import mythloop_task, run_logger_info
+from mythloop_tasks.common import mythloop_task, run_logger_info, told_by_the_flow
 
 STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold
 QUALITY_FPS = {"l": 15, "m": 30, "h": 60, "p": 60, "k": 60}  # manim's frame rates
@@ -133,6 +133,7 @@ def render_state(result: SceneRender) -> SceneRender | State[Any]:
     if result.ok:
         return result
     message = clean_line(f"{result.kind}: {result.message}", 2000)
+    told_by_the_flow()  # the flow's `[film] render-scene-01 -> ...` line tells the console
     if result.kind == "interrupted":
         return Crashed(message=message, data=result)
     recorded = " (the failure this run dir recorded for this code; not rendered again)" \

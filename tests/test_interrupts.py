@@ -42,10 +42,13 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _start(args: list[str], state: Path, name: str) -> subprocess.Popen:
-    """The CLI in a session of its own: its group stands for the terminal's foreground group."""
+def _start(args: list[str], state: Path, name: str,
+           api_url: str | None = None) -> subprocess.Popen:
+    """The CLI in a session of its own: its group stands for the terminal's foreground group.
+    API_URL: the Prefect API it reports to (else a temporary server of its own)."""
     state.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([EXE, *args], env=_env(state), stdin=subprocess.DEVNULL,
+    env = _env(state) | ({"PREFECT_API_URL": api_url} if api_url else {})
+    return subprocess.Popen([EXE, *args], env=env, stdin=subprocess.DEVNULL,
                             stdout=open(state / f"{name}.out", "wb"),
                             stderr=open(state / f"{name}.err", "wb"),
                             start_new_session=True)
