@@ -79,7 +79,7 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
 
     Returns the SceneRender when it rendered; a Failed state holding it when it did not
     (its error in the run's log), a Crashed one when a stop ended it."""
-    return render_state(_render(scene_file, scene_name, quality, timeout, out_dir, cache_key,
+    return _render_state(_render(scene_file, scene_name, quality, timeout, out_dir, cache_key,
                                 use_cache, zooms))
 
 
@@ -127,7 +127,7 @@ def _recorded_failure(out_dir: str, cache_key: str) -> SceneRender | None:
     return found.model_copy(update={"cache": "hit", "seconds": 0.0, "cpu_s": None})
 
 
-def render_state(result: SceneRender) -> SceneRender | State[Any]:
+def _render_state(result: SceneRender) -> SceneRender | State[Any]:
     """The render task's end: the SceneRender itself when it rendered; else a Failed state
     (Crashed when Ctrl-C or SIGTERM stopped it) that holds it, its error logged."""
     if result.ok:

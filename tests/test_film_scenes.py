@@ -202,6 +202,36 @@ def test_cache_key_follows_code_header_and_quality():
     assert base != scene_cache_key("H", SCENE_1, "m", "A")
 
 
+def test_a_repair_made_in_the_run_dir_is_read_back_not_asked_again(tmp_path, monkeypatch):
+    """A resumed film's repair of the same scene code for the same error is read from the
+    run dir (no model call); other code, another error or a record not made for them asks
+    the model again."""
+    from mythloop.mythos.pipeline import open_session
+
+    topic = "tiny scenes repair record"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_2_FIXED)))
+    header = HEADER.format(tag="record")
+    session = open_session(FilmRequest(prompt=topic, backend="replay", runs_dir=tmp_path))
+
+    def repair(code: str = SCENE_2_BROKEN, failure: str = "NameError: name 'Cirle'"):
+        return session.repair_scene(2, "TinyFilm02Circle", 1, header, code, failure)
+
+    first = repair()
+    assert not first.reused and session.model_calls == 1
+    record = session.run_dir / "scenes" / "repair-scene-02-1.json"
+    assert record.is_file()
+    again = repair()  # the resume
+    assert again.reused and again.code == first.code and session.model_calls == 1
+    assert repair(failure="NameError: name 'Circel'").reused is False  # another error
+    assert repair(code=SCENE_2_STILL_BROKEN).reused is False  # other code
+    assert session.model_calls == 3
+    data = json.loads(record.read_text())
+    data["repair"]["code"] = "import os\nos.system('x')\n"  # no scene class in it
+    record.write_text(json.dumps(data))
+    assert repair(code=SCENE_2_STILL_BROKEN).reused is False and session.model_calls == 4
+
+
 # --- the stitch ----------------------------------------------------------------------
 def test_concat_durations_add_up(tmp_path):
     clips = []
