@@ -300,15 +300,20 @@ def test_the_film_form_renders_its_fields(stack):
         pytest.skip("Debian's chromium is not installed")
     (deployment,) = _api(stack, "POST", "/deployments/filter",
                          {"deployments": {"name": {"any_": ["film"]}}})
-    page = f"{stack.api_url.rsplit('/api', 1)[0]}/v2/deployments/deployment/{deployment['id']}/run"
+    # both UIs: the default one and /v2; the Runs Dir help keeps its placeholders (the form
+    # reads a description as markdown, where `<runs_dir>` was an HTML tag it dropped)
     wanted = ["Prompt", "Render", "Quality", "Backend", "Max Repairs",
-              "How many times a failed render may be repaired."]
-    text = ""
-    for budget in (15_000, 30_000):
-        text = visible_text(chromium_render(chromium, page, budget_ms=budget))
-        if all(word in text for word in wanted):
-            break
-    assert [word for word in wanted if word not in text] == [], text[:1500]
+              "How many times a failed render may be repaired.",
+              "RUNS_DIR/mythos/STAMP-SLUG/"]
+    ui = stack.api_url.rsplit('/api', 1)[0]
+    for page in (f"{ui}/deployments/deployment/{deployment['id']}/run",
+                 f"{ui}/v2/deployments/deployment/{deployment['id']}/run"):
+        text = ""
+        for budget in (15_000, 30_000):
+            text = visible_text(chromium_render(chromium, page, budget_ms=budget))
+            if all(word in text for word in wanted):
+                break
+        assert [word for word in wanted if word not in text] == [], (page, text[:1500])
 
 
 def _group_alive(pgid: int) -> bool:
