@@ -30,7 +30,7 @@ from prefect.artifacts import (
 )
 from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
-from prefect.states import State
+from prefect.states import Crashed, State
 from prefect.transactions import CommitMode, transaction
 from prefect.utilities.annotations import quote
 
@@ -40,7 +40,7 @@ from mythloop.mythos.media.filmmedia import scene_narrations
 from mythloop.mythos.pipeline import SCENE_FILE, FilmSession, cache_basis, open_session
 from mythloop.mythos.plan.request import FilmRequest
 from mythloop.mythos.plan.stages import STAGES
-from mythloop.mythos.records import CodegenResult, FilmResult, StageOutcome
+from mythloop.mythos.records import CodegenResult, FilmResult, SceneRender, StageOutcome
 from mythloop.mythos.rundir import slugify, utc_now
 from mythloop.mythos.sandbox import render_pool
 from mythloop.mythos.sandbox.layout import Finding, scene_zooms
@@ -64,7 +64,7 @@ from mythloop.preview import preview_url_for
 from mythloop.procs import STOPPING, stop_stays_a_stop
 from mythloop.settings import get_settings
 from mythloop_tasks import film as steps
-from mythloop_tasks.common import TaskPool, mythloop_task, say
+from mythloop_tasks.common import TaskPool, mythloop_task, say, with_timeout
 
 __all__ = ["film", "scene", "FilmFailed", "SceneFailed", "NO_REPAIR_KINDS"]
 
@@ -124,9 +124,8 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
     dossier: dict = {}
     for spec in STAGES:
         basis = cache_basis(spec.slug, artifact, request)
-        task = steps.run_stage.with_options(
-            name=spec.slug, task_run_name=spec.slug, refresh_cache=request.fresh,
-            timeout_seconds=session.timeout + 60)
+        task = with_timeout(steps.run_stage, session.timeout + 60, name=spec.slug,
+                            task_run_name=spec.slug, refresh_cache=request.fresh)
         state = task(quote(session), spec.slug, artifact, basis, return_state=True)
         # a failed stage raises here, with its own message; a result cached before stage
         # outcomes were models comes back as a dict
@@ -139,8 +138,8 @@ def _make_film(session: FilmSession, request: FilmRequest, progress: _Progress) 
         progress.step()
 
     basis = cache_basis("codegen", dossier, request)
-    coded = steps.codegen.with_options(task_run_name="codegen", refresh_cache=request.fresh,
-                                       timeout_seconds=session.timeout + 60)(
+    coded = with_timeout(steps.codegen, session.timeout + 60, task_run_name="codegen",
+                         refresh_cache=request.fresh)(
         quote(session), dossier, basis, return_state=True)
     generated = CodegenResult.model_validate(coded.result())
     task_run_id, cached = _state_meta(coded)
@@ -301,13 +300,35 @@ class _FilmScenes:
 
 
 @mythloop_task(name="scene", retries=0)
-def scene(scenes: _FilmScenes, unit: SceneUnit) -> None:
+def scene(scenes: _FilmScenes, unit: SceneUnit) -> State[Any] | None:
     """One scene: verify -> render -> (repair -> verify -> render)...; its steps are task runs
-    inside this one. Raises SceneFailed when the scene cannot be rendered."""
+    inside this one. Raises SceneFailed when the scene cannot be rendered; ends Crashed when
+    Ctrl-C or SIGTERM stopped it (a scene with a video keeps it)."""
     # Each step's run keeps its own final state when the scene fails (by default Prefect
     # marks the nested runs of a failed task `RolledBack`).
-    with transaction(commit_mode=CommitMode.EAGER):
-        _scene_steps(scenes, unit)
+    try:
+        with transaction(commit_mode=CommitMode.EAGER):
+            _scene_steps(scenes, unit)
+    except SceneFailed as exc:
+        if exc.kind != "interrupted":
+            raise
+        return Crashed(message=str(exc))
+    if scenes.stopping.is_set() and unit.index in scenes.book.interrupted_scenes:
+        return Crashed(message=f"{unit.label} ({unit.name}): stopped (the film was "
+                               "interrupted); it keeps its rendered video")
+    return None
+
+
+def _rendered(state: State[Any]) -> SceneRender:
+    """The SceneRender a render task's state holds (Completed, Failed or Crashed alike)."""
+    if state.is_completed() or state.is_failed() or state.is_crashed():
+        data = state.result(raise_on_failure=False)
+        if isinstance(data, SceneRender):
+            return data
+        if isinstance(data, dict):  # (read back from storage as JSON)
+            return SceneRender.model_validate(data)
+    state.result()  # an error of Prefect's own (not the render's): raise it
+    raise RuntimeError(f"the render task ended {state.name} without a render")
 
 
 def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
@@ -328,15 +349,18 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
                             good)
         error = last_line(step.why)[:500]
         if step.action == "render":
-            rendered = steps.render_scene_task.with_options(
-                task_run_name=f"render-{unit.label}{suffix}")(
-                # no Prefect timeout: a task in a worker thread cannot be interrupted;
-                # render_scene kills the render's process group at its own deadline
+            # no Prefect timeout (a task in a worker thread cannot be interrupted), its tag
+            # only: render_scene kills the render's process group at its own deadline. A
+            # failed render is a Failed (a stopped one a Crashed) run that holds the render.
+            render_state = with_timeout(steps.render_scene_task, scenes.timeout, enforced=False,
+                                        task_run_name=f"render-{unit.label}{suffix}")(
                 str(path), unit.name, request.quality, scenes.timeout,
                 str(scenes.session.run_dir / "render" / unit.label),
                 scene_cache_key(book.header, code, request.quality, unit.name),
                 not request.fresh,
-                scene_zooms(scenes.session.run_dir, unit.index, len(scenes.units)))
+                scene_zooms(scenes.session.run_dir, unit.index, len(scenes.units)),
+                return_state=True)
+            rendered = _rendered(render_state)
             book.rendered(unit, attempt, rendered)
             _say_rendered(unit, suffix, rendered.ok, rendered.cache, rendered.video_path,
                           rendered.message, rendered.layout_findings)
@@ -371,18 +395,23 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
             return
         attempt += 1
         try:
-            repaired = steps.repair.with_options(  # the backend enforces session.timeout
-                name="repair", task_run_name=f"repair-{unit.label}-{attempt}")(
+            repaired = with_timeout(  # the backend enforces session.timeout
+                steps.repair, scenes.session.timeout, enforced=False, name="repair",
+                task_run_name=f"repair-{unit.label}-{attempt}")(
                 quote(scenes.session), unit.index, unit.name, attempt,  # type: ignore[call-overload]
                 book.header, code, failure)
         except Exception as exc:  # no usable repair: this scene fails, the others go on
+            if scenes.stopping.is_set() or STOPPING.is_set():  # the stop ended it
+                _stop(book.interrupted(unit, good, attempt, before="the end of its repair"))
+                return
             if good is not None:  # ... unless it has a rendered video to keep
                 book.keep(unit, good, attempt, f"{type(exc).__name__}: {exc}")
                 return
             raise book.repair_failed(unit, attempt, exc, path) from exc
         code, version = repaired.code, f"repair{attempt}"
         book.repaired(unit, attempt, repaired, failure)
-        say(f"[film] repair-{unit.label}-{attempt} -> scenes/{unit.label}.py (scene alone)")
+        say(f"[film] repair-{unit.label}-{attempt} -> scenes/{unit.label}.py (scene alone"
+            f"{'; made before in this run dir, no model call' if repaired.reused else ''})")
         scenes.progress.step(extra_total=2)
 
 

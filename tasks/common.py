@@ -10,6 +10,7 @@ that want caching pass an explicit policy).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any, ParamSpec, TypeVar
@@ -24,7 +25,7 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import StateType, TaskRun
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectConcurrentFuture
 from prefect.states import Crashed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -34,7 +35,8 @@ from mythloop.procs import STOPPING
 from mythloop.settings import get_settings
 from mythloop.textsafe import clean_line, clean_text
 
-__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool"]
+__all__ = ["mythloop_task", "retry_on_retriable", "LLM_TAG", "say", "run_logger_info", "TaskPool",
+           "timeout_tag", "with_timeout", "told_by_the_flow", "ToldByTheFlow"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -86,12 +88,51 @@ for _name in _RUN_LOGGERS:
     logging.getLogger(_name).addFilter(_RUN_LOG_TEXT)  # (the same filter is added once)
 
 
+_TOLD: set[str] = set()  # task runs whose end the flow tells on the console in its own line
+_TOLD_LOCK = threading.Lock()
+
+
+def told_by_the_flow() -> None:
+    """The current task run ends in a state the flow reads and tells on the console in its
+    own line (a failed render: `[film] render-scene-01 -> scene error: ...`): the run's
+    records (its error, Prefect's "Finished in state Failed") go to the API and the UI, not
+    to a CLI's console (`ToldByTheFlow`, unless --verbose)."""
+    context = TaskRunContext.get()
+    if context is not None and context.task_run is not None:
+        with _TOLD_LOCK:
+            _TOLD.add(str(context.task_run.id))
+
+
+class ToldByTheFlow(logging.Filter):
+    """Console filter: drops the records of the task runs `told_by_the_flow` marked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return str(getattr(record, "task_run_id", "")) not in _TOLD
+
+
 def run_logger_info() -> Callable[[str], None] | None:
     """The run logger's `info` inside a flow or task run (a render's progress lines), else None."""
     try:
         return get_run_logger().info
     except Exception:  # noqa: BLE001 - no usable run context: stay quiet
         return None
+
+
+def timeout_tag(seconds: float) -> str:
+    """The tag that shows a task run's timeout in the UI (`timeout:600s`): Prefect's run page
+    shows a task's tags and retries, not its timeout."""
+    return f"timeout:{seconds:g}s"
+
+
+def with_timeout(task: Task[P, R], seconds: float, *, enforced: bool = True,
+                 **options: Any) -> Task[P, R]:
+    """TASK with a timeout of SECONDS and its `timeout:...s` tag (replacing any other). With
+    `enforced=False` the tag alone: the timeout is the step's own (a render's deadline, a
+    model call's), not Prefect's, which cannot interrupt a task in a worker thread."""
+    tags = {tag for tag in task.tags if not tag.startswith("timeout:")} | {timeout_tag(seconds)}
+    if enforced:
+        options["timeout_seconds"] = seconds
+    return task.with_options(tags=tags, **options)
 
 
 def retry_on_retriable(task: Task, task_run: TaskRun, state: State) -> bool:
@@ -117,13 +158,17 @@ def mythloop_task(
     cache_policy: CachePolicy = NO_CACHE,
     **options: Any,
 ) -> Callable[[Callable[P, R]], Task[P, R]]:
-    """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`)."""
+    """`@task` with mythloop's defaults. `llm=True` marks a model call (tag `llm`); a task with
+    a timeout carries it as a tag too (`timeout:600s`), so the UI shows it."""
     settings = get_settings()
-    # Tags cost an API round trip per task run (concurrency-limit lookup), so only model
-    # calls carry one: `llm`, which `mythloop serve` caps with a global limit.
+    # Tags cost an API round trip per task run (one concurrency-limit lookup for all of a
+    # run's tags), so only model calls and runs with a timeout carry any: `llm`, which
+    # `mythloop serve` caps with a global limit, and `timeout:<seconds>s`.
     all_tags = set(tags)
     if llm:
         all_tags.add(LLM_TAG)
+    if timeout_seconds is not None:
+        all_tags.add(timeout_tag(timeout_seconds))
     if "cache_key_fn" not in options:  # a key function is its own cache policy
         options["cache_policy"] = cache_policy
     return task(

@@ -5,13 +5,21 @@ Stage and codegen results are cached on (charter text, input artifact, backend,
 model) so a rerun after a failed render calls no model for the finished steps. Each task
 returns its record (mythloop.mythos.records); a cached result from before records were models
 comes back as a dict, which the flow reads with `Model.model_validate`.
+
+A render that failed ends its task run Failed, with the render's message and log tail in
+the run's log; one that Ctrl-C or SIGTERM stopped ends Crashed. Either state carries the
+SceneRender, which the flow reads (`return_state=True`) to decide on a repair. A repair in
+flight when the command is stopped ends Crashed too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from prefect import get_run_logger
 from prefect.context import TaskRunContext
+from prefect.states import Crashed, Failed, State
 
 from mythloop.mythos.media.avmux import concat_videos, duration_of, poster_frame, still_clip
 from mythloop.mythos.media.filmmedia import finish_film
@@ -27,9 +35,11 @@ from mythloop.mythos.records import (
 )
 from mythloop.mythos.sandbox.layout import PlannedZoom
 from mythloop.mythos.sandbox.render import render_scene
-from mythloop.mythos.sandbox.scene_cache import SceneCache
+from mythloop.mythos.sandbox.scene_cache import SceneCache, record_failure, recorded_failure
 from mythloop.mythos.sandbox.verify import verify_scene
-from mythloop_tasks.common import mythloop_task, run_logger_info
+from mythloop.procs import STOPPING
+from mythloop.textsafe import clean_line, clean_text
+from mythloop_tasks.common import mythloop_task, run_logger_info, told_by_the_flow
 
 STILL_SCENE_S = 2.0  # how long a still scene shows before any narration hold
 QUALITY_FPS = {"l": 15, "m": 30, "h": 60, "p": 60, "k": 60}  # manim's frame rates
@@ -62,11 +72,19 @@ def verify(code: str, prompt: str) -> VerifyResult:
 @mythloop_task(name="render-scene", retries=0)
 def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: float,
                       out_dir: str, cache_key: str, use_cache: bool = True,
-                      zooms: list[PlannedZoom] | None = None) -> SceneRender:
+                      zooms: list[PlannedZoom] | None = None) -> SceneRender | State[Any]:
     """One scene: its cached video when its code, header, quality and Manim version are
     unchanged, else a sandboxed render whose video then enters the scene cache. `zooms`: the
-    scene's planned zooms (the layout check treats what they frame as intended)."""
+    scene's planned zooms (the layout check treats what they frame as intended).
 
+    Returns the SceneRender when it rendered; a Failed state holding it when it did not
+    (its error in the run's log), a Crashed one when a stop ended it."""
+    return _render_state(_render(scene_file, scene_name, quality, timeout, out_dir, cache_key,
+                                use_cache, zooms))
+
+
+def _render(scene_file: str, scene_name: str, quality: str, timeout: float, out_dir: str,
+            cache_key: str, use_cache: bool, zooms: list[PlannedZoom] | None) -> SceneRender:
     cache = SceneCache()
     hit = cache.get(cache_key) if use_cache else None
     layout = cache.get_layout(cache_key, zooms) if hit is not None else None
@@ -74,6 +92,9 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
         return SceneRender(ok=True, kind="ok", video_path=str(hit), cache="hit",
                            seconds=0.0, message="cached", returncode=0, log_tail="",
                            isolation=[], layout_findings=layout)
+    failed = _recorded_failure(out_dir, cache_key) if use_cache else None
+    if failed is not None:  # a resumed film: this code failed in this run dir already
+        return failed
     # the layout probe runs inside the same sandboxed render (findings cached with the video)
     rendered = render_scene(scene_file, scene=scene_name, quality=quality, timeout=timeout,
                             out_dir=out_dir, layout=True, layout_zooms=zooms,
@@ -89,14 +110,51 @@ def render_scene_task(scene_file: str, scene_name: str, quality: str, timeout: f
     if result.ok and result.video_path:
         cache.put(cache_key, Path(result.video_path),
                   layout_record=Path(out_dir) / "media" / "layout.json")
+    elif result.kind == "scene_error" and not STOPPING.is_set():
+        # the code's own error (not a budget, a tool or a stop): a resume reads it back
+        record_failure(out_dir, cache_key, result.model_dump(mode="json"))
     return result
+
+
+def _recorded_failure(out_dir: str, cache_key: str) -> SceneRender | None:
+    data = recorded_failure(out_dir, cache_key)
+    try:
+        found = SceneRender.model_validate(data) if data is not None else None
+    except ValueError:
+        return None
+    if found is None or found.ok or found.kind != "scene_error":
+        return None
+    return found.model_copy(update={"cache": "hit", "seconds": 0.0, "cpu_s": None})
+
+
+def _render_state(result: SceneRender) -> SceneRender | State[Any]:
+    """The render task's end: the SceneRender itself when it rendered; else a Failed state
+    (Crashed when Ctrl-C or SIGTERM stopped it) that holds it, its error logged."""
+    if result.ok:
+        return result
+    message = clean_line(f"{result.kind}: {result.message}", 2000)
+    told_by_the_flow()  # the flow's `[film] render-scene-01 -> ...` line tells the console
+    if result.kind == "interrupted":
+        return Crashed(message=message, data=result)
+    recorded = " (the failure this run dir recorded for this code; not rendered again)" \
+        if result.cache == "hit" else ""
+    get_run_logger().error("render failed%s: %s\n%s", recorded, message,
+                           clean_text(result.log_tail or "(no log)"))
+    return Failed(message=message, data=result)
 
 
 @mythloop_task(name="repair", llm=True)
 def repair(session: FilmSession, index: int, name: str, attempt: int, header: str,
            scene_code: str, failure: str) -> RepairResult:
-    """Scoped repair: one failing scene class + its error tail (shared header read-only)."""
-    return session.repair_scene(index, name, attempt, header, scene_code, failure)
+    """Scoped repair: one failing scene class + its error tail (shared header read-only).
+    A repair this run dir already made for the same scene and error is read back (no model
+    call). Ends Crashed when the command was stopped during it."""
+    try:
+        return session.repair_scene(index, name, attempt, header, scene_code, failure)
+    except Exception as exc:
+        if STOPPING.is_set():  # the model call was ended by the stop, not by the scene
+            return Crashed(message=clean_line(f"stopped during the repair: {exc}", 2000))  # type: ignore[return-value]
+        raise
 
 
 @mythloop_task(name="stitch", retries=0)

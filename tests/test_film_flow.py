@@ -103,6 +103,34 @@ def test_render_timeout_spends_no_repair(tmp_path):
     assert manifest["renders"] and {r["kind"] for r in manifest["renders"]} == {"timeout"}
     assert manifest.get("repairs", []) == []
     assert manifest["render_timed_out"] is True
+    # in the UI: each render that ran out of time is Failed, with the timeout it had as a
+    # tag (Prefect shows a task run's tags, not its timeout); so is each model step's
+    from test_film_scenes import _task_runs
+
+    from mythloop.settings import get_settings
+
+    runs_of_film = _task_runs(manifest["prefect_flow_run_id"], {"render-scene-01", "intent"})
+    renders = [run for run in runs_of_film if run.name.startswith("render-")]
+    assert renders and {run.state_type.value for run in renders} == {"FAILED"}
+    assert all("timeout:0.1s" in run.tags for run in renders), [r.tags for r in renders]
+    assert all("timed out" in run.state.message for run in renders)
+    stage_timeout = f"timeout:{get_settings().timeout + 60:g}s"
+    assert stage_timeout in next(run for run in runs_of_film if run.name == "intent").tags
+
+
+def test_the_film_form_says_where_a_film_lands_in_plain_text():
+    """The UI's Run form reads each field's description as markdown: a `<runs_dir>` there
+    is an HTML tag it drops. No description holds one."""
+    import re
+
+    from prefect.utilities.callables import parameter_schema
+
+    from mythloop_flows.film import film
+
+    fields = parameter_schema(film.fn).model_dump()["definitions"]["FilmRequest"]["properties"]
+    described = {name: field.get("description", "") for name, field in fields.items()}
+    assert [name for name, text in described.items() if re.search(r"<[A-Za-z/]", text)] == []
+    assert "RUNS_DIR/mythos/STAMP-SLUG/" in described["runs_dir"]
 
 
 @pytest.mark.slow

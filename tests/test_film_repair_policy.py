@@ -81,6 +81,34 @@ def test_summary_shows_the_poster_links_and_findings_with_their_time(tmp_path):
     text = "\n".join(_watch_lines(data, None, None))
     assert text.startswith("![poster](data:image/jpeg;base64,")  # shown without a server
     assert len(text.split(")", 1)[0]) < 60_000  # a thumbnail, not the full frame
+    # with serve's preview server: its poster.png, an image of its own (Prefect's default
+    # UI shows the text of a link as written, so an image inside one reads as raw markdown)
+    served = "http://127.0.0.1:4201/runs/mythos/x/poster.png"
+    lines = _watch_lines(data, "http://127.0.0.1:4201/runs/mythos/x/film.mp4", served)
+    assert lines[:4] == [f"![poster]({served})", "",
+                         "**[Watch the film](http://127.0.0.1:4201/runs/mythos/x/film.mp4)**", ""]
+    assert not any("[![" in line for line in lines)
     assert f"`{tmp_path / 'film.srt'}`" in text and f"`{tmp_path / 'film.vtt'}`" in text
     assert "| scene-02 | clipped | 13.4 s (wait 4) | part 'a&#124;b' | cut |" in text
     assert "Kept after a failed repair:** scene-02 (repair-1: no recording)" in text
+
+
+def test_summary_names_the_models_above_the_steps_not_in_a_column(tmp_path):
+    """A model's label can be a sentence: the steps table holds no such column (the UI clips
+    it); one model is named once above it, several get short names the table uses."""
+    from mythloop.mythos.records import FilmManifest
+    from mythloop.mythos.summary import film_summary
+    from mythloop.textsafe import md_text
+
+    long = "hand-written reference recording (authored by hand, not produced by a model)"
+    one = film_summary(FilmManifest.model_validate({"stages": [
+        {"stage": "intent", "seconds": 1.0, "model": long},
+        {"stage": "codegen", "seconds": 2.0, "model": long}]}), tmp_path).markdown
+    assert "| step | seconds | cached | retried |\n|---|---|---|---|\n| intent | 1.0 |" in one
+    shown = md_text(long)  # (as markdown shows it as text)
+    assert one.count(shown) == 1 and f"**Model of every step:** {shown}" in one
+    two = film_summary(FilmManifest.model_validate({"stages": [
+        {"stage": "intent", "seconds": 1.0, "model": long},
+        {"stage": "codegen", "seconds": 2.0, "model": "sonnet"}]}), tmp_path).markdown
+    assert "| intent | 1.0 |  |  | M1 |" in two and "| codegen | 2.0 |  |  | M2 |" in two
+    assert f"- M1: {shown}\n- M2: sonnet" in two

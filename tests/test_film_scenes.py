@@ -118,6 +118,18 @@ def _task_runs(flow_run_id: str, expected: set[str]) -> list:
             until=lambda runs: expected <= {run.name for run in runs})
 
 
+def _task_run_log(task_run_id, wanted: str) -> str:
+    """A task run's log as the UI shows it (stored from events, so poll briefly)."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterTaskRunId
+
+    with get_client(sync_client=True) as client:
+        logs = settle(lambda: client.read_logs(log_filter=LogFilter(
+            task_run_id=LogFilterTaskRunId(any_=[task_run_id])), limit=200), 30,
+            until=lambda found: any(wanted in log.message for log in found))
+    return "\n".join(log.message for log in logs)
+
+
 def _task_run_names(flow_run_id: str, expected: set[str]) -> set[str]:
     return {run.name for run in _task_runs(flow_run_id, expected)}
 
@@ -127,9 +139,11 @@ def _parents(run) -> list:
     return [getattr(parent, "id", None) for parent in run.task_inputs.get("__parents__", [])]
 
 
-def _assert_steps_run_inside_their_scene(flow_run_id: str, labels: list[str]) -> None:
+def _assert_steps_run_inside_their_scene(flow_run_id: str, labels: list[str],
+                                         failed: frozenset[str] = frozenset()) -> None:
     """The UI's run graph: one `scene-0N` task run per scene at the film's top level, and
-    each of that scene's verify, render and repair runs inside it."""
+    each of that scene's verify, render and repair runs inside it; each Completed but the
+    renders named in FAILED, which are Failed."""
     runs = _task_runs(flow_run_id, set(labels))
     by_name = {run.name: run for run in runs}
     scenes = {label: by_name[label] for label in labels}
@@ -142,7 +156,8 @@ def _assert_steps_run_inside_their_scene(flow_run_id: str, labels: list[str]) ->
         label = next(lb for lb in labels if run.name.split(" ")[0].startswith(
             (f"verify-{lb}", f"render-{lb}", f"repair-{lb}-")))
         assert _parents(run) == [scenes[label].id], (run.name, _parents(run))
-        assert run.state_name == "Completed", (run.name, run.state_name)
+        expected_state = "Failed" if run.name in failed else "Completed"
+        assert run.state_name == expected_state, (run.name, run.state_name)
 
 
 # --- the split -----------------------------------------------------------------------
@@ -185,6 +200,36 @@ def test_cache_key_follows_code_header_and_quality():
     assert base != scene_cache_key("H2", SCENE_1, "l", "A")
     assert base != scene_cache_key("H", SCENE_3, "l", "A")
     assert base != scene_cache_key("H", SCENE_1, "m", "A")
+
+
+def test_a_repair_made_in_the_run_dir_is_read_back_not_asked_again(tmp_path, monkeypatch):
+    """A resumed film's repair of the same scene code for the same error is read from the
+    run dir (no model call); other code, another error or a record not made for them asks
+    the model again."""
+    from mythloop.mythos.pipeline import open_session
+
+    topic = "tiny scenes repair record"
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
+        tmp_path / "cassettes", topic, SCENE_2_FIXED)))
+    header = HEADER.format(tag="record")
+    session = open_session(FilmRequest(prompt=topic, backend="replay", runs_dir=tmp_path))
+
+    def repair(code: str = SCENE_2_BROKEN, failure: str = "NameError: name 'Cirle'"):
+        return session.repair_scene(2, "TinyFilm02Circle", 1, header, code, failure)
+
+    first = repair()
+    assert not first.reused and session.model_calls == 1
+    record = session.run_dir / "scenes" / "repair-scene-02-1.json"
+    assert record.is_file()
+    again = repair()  # the resume
+    assert again.reused and again.code == first.code and session.model_calls == 1
+    assert repair(failure="NameError: name 'Circel'").reused is False  # another error
+    assert repair(code=SCENE_2_STILL_BROKEN).reused is False  # other code
+    assert session.model_calls == 3
+    data = json.loads(record.read_text())
+    data["repair"]["code"] = "import os\nos.system('x')\n"  # no scene class in it
+    record.write_text(json.dumps(data))
+    assert repair(code=SCENE_2_STILL_BROKEN).reused is False and session.model_calls == 4
 
 
 # --- the stitch ----------------------------------------------------------------------
@@ -252,7 +297,8 @@ def test_a_failing_scene_is_repaired_alone_and_a_rerun_renders_nothing_new(tmp_p
                 "render-scene-03", "repair-scene-02-1", "stitch"}
     assert expected <= _task_run_names(manifest["prefect_flow_run_id"], expected)
     _assert_steps_run_inside_their_scene(manifest["prefect_flow_run_id"],
-                                         ["scene-01", "scene-02", "scene-03"])
+                                         ["scene-01", "scene-02", "scene-03"],
+                                         failed=frozenset({"render-scene-02"}))
 
     # The same film again: stages and codegen cached, scenes 1 and 3 and the repaired
     # scene 2 come from the scene cache; only the recorded broken scene 2 renders again.
@@ -319,12 +365,20 @@ def test_a_scene_that_still_fails_fails_the_film_naming_it(tmp_path, monkeypatch
     assert manifest["scenes"][1]["attempts"] == 2 and len(manifest["repairs"]) == 1
     assert "scene-02" in manifest["failed"]["error"]
     # in the UI: scene-02's own task run failed, the others completed, and the steps inside
-    # scene-02 keep their own states (Prefect would otherwise mark them RolledBack)
+    # scene-02 keep their own states (Prefect would otherwise mark them RolledBack): both of
+    # its renders Failed, each with the render's own error in its log
     runs = _task_runs(manifest["prefect_flow_run_id"], {"scene-01", "scene-02", "scene-03"})
-    states = {run.name: run.state_name for run in runs}
-    assert [states[f"scene-0{i}"] for i in (1, 2, 3)] == ["Completed", "Failed", "Completed"]
-    assert states["render-scene-02"] == states["render-scene-02 (after repair-1)"] == \
-        "Completed"
+    states = {run.name: run.state_type.value for run in runs}
+    assert [states[f"scene-0{i}"] for i in (1, 2, 3)] == ["COMPLETED", "FAILED", "COMPLETED"]
+    assert states["render-scene-02"] == states["render-scene-02 (after repair-1)"] == "FAILED"
+    assert states["render-scene-01"] == states["render-scene-03"] == "COMPLETED"
+    by_name = {run.name: run for run in runs}
+    for name, error in (("render-scene-02", "Cirle"),
+                        ("render-scene-02 (after repair-1)", "Circel")):
+        assert "scene_error" in by_name[name].state.message
+        logged = _task_run_log(by_name[name].id, error)
+        assert error in logged and "NameError" in logged, logged[-2000:]
+        assert "\x1b" not in logged  # (the render's colours cleaned away)
 
 
 @pytest.mark.slow

@@ -42,10 +42,13 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _start(args: list[str], state: Path, name: str) -> subprocess.Popen:
-    """The CLI in a session of its own: its group stands for the terminal's foreground group."""
+def _start(args: list[str], state: Path, name: str,
+           api_url: str | None = None) -> subprocess.Popen:
+    """The CLI in a session of its own: its group stands for the terminal's foreground group.
+    API_URL: the Prefect API it reports to (else a temporary server of its own)."""
     state.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([EXE, *args], env=_env(state), stdin=subprocess.DEVNULL,
+    env = _env(state) | ({"PREFECT_API_URL": api_url} if api_url else {})
+    return subprocess.Popen([EXE, *args], env=env, stdin=subprocess.DEVNULL,
                             stdout=open(state / f"{name}.out", "wb"),
                             stderr=open(state / f"{name}.err", "wb"),
                             start_new_session=True)
@@ -298,6 +301,11 @@ def _task_run_names(state: Path) -> list[str]:
         return [row[0] for row in db.execute("select name from task_run")]
 
 
+def _task_run_states(state: Path) -> dict[str, str]:
+    with contextlib.closing(sqlite3.connect(state / "prefect" / "prefect.db")) as db:
+        return dict(db.execute("select name, state_type from task_run"))
+
+
 BUSY_SCENE_1 = '''class TinyFilm01Busy(TinyBase):
     def construct(self):
         self.open_scene()
@@ -331,6 +339,11 @@ def test_ctrl_c_mid_scene_starts_no_queued_scene(tmp_path, monkeypatch):
         _kill_leftovers(state)
     names = _task_run_names(state)
     assert {"scene-01", "verify-scene-01", "render-scene-01"} <= set(names), names
+    # the render Ctrl-C ended and its scene are Crashed, as runs under way are: not a
+    # Completed render of a Failed scene
+    states = _task_run_states(state)
+    assert (states["render-scene-01"], states["scene-01"]) == ("CRASHED", "CRASHED"), states
+    assert states["verify-scene-01"] == "COMPLETED"
     assert not [name for name in names if "scene-02" in name or "scene-03" in name], names
     (run_dir,) = (runs / "mythos").iterdir()
     assert (run_dir / "scenes" / "scene-01.py").is_file()

@@ -286,3 +286,110 @@ def test_no_render_starts_once_the_process_is_stopping(tmp_path):
     pool = render_pool.current_pool()
     assert (pool.started if pool is not None else 0) == started
     assert not list((tmp_path / "out").rglob("*.mp4"))
+
+
+SCENE_1_BROKEN = '''class TinyFilm01Square(TinyBase):
+    def construct(self):
+        self.open_scene()
+        self.add(Sqare(color=CORAL))
+        self.wait(1)
+'''
+
+
+def _api_runs(flow_run_id: str, names: set[str]) -> dict:
+    """The flow run's task runs by name, read from the Prefect API (stored from events, so
+    polled until NAMES are there and none is Running)."""
+    import uuid
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from waiting import settle
+
+    with get_client(sync_client=True) as client:
+        runs = settle(lambda: client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=[uuid.UUID(flow_run_id)])), limit=200), 60,
+            until=lambda found: names <= {run.name for run in found} and all(
+                run.state_type.value != "RUNNING" for run in found))
+    return {run.name: run for run in runs}
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_film_resumed_after_sigterm_redoes_no_finished_render_or_repair(tmp_path,
+                                                                        monkeypatch):
+    """Scene 1 fails, is repaired and rendered; SIGTERM while scene 2 renders. In the UI
+    (the Prefect API the command reports to): scene 1's first render Failed with its error in
+    its log, scene 2's render and scene 2 Crashed. The printed resume line then finishes the
+    film with no model call (its repair's recording removed: a call would fail the scene) and
+    no render of scene 1."""
+    from prefect.settings import PREFECT_API_URL
+    from test_film_scenes import SCENE_1, SCENE_3, _tiny_cassettes
+    from test_interrupts import SLOW_SCENE_2
+
+    topic = "tiny scenes resumed after sigterm"
+    cassettes = _tiny_cassettes(tmp_path / "cassettes", topic, SCENE_1,
+                                scenes=(SCENE_1_BROKEN, SLOW_SCENE_2, SCENE_3),
+                                repaired="scene-01")
+    monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(cassettes))
+    api = PREFECT_API_URL.value()
+    state = tmp_path / "state"
+    runs = tmp_path / "runs"
+    args = ["film", topic, "--backend", "replay", "--render", "-q", "l", "--render-workers",
+            "1", "--render-timeout", "600", "--runs-dir", str(runs)]
+    proc = _start(args, state, "film", api_url=api)
+
+    def scene_2_rendering():
+        return (list(runs.glob("mythos/*/scenes/scene-01.mp4")) and _rendering(state)
+                and not list(runs.glob("mythos/*/scenes/scene-02.mp4")))
+
+    try:
+        _wait_for("scene-02's render after scene-01's repair", scene_2_rendering, proc)
+        code = _sigterm(proc)
+        err = _text(state, "film", "err")
+        assert code == 143, err[-3000:]
+        _no_process_left(state)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_leftovers(state)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(RESUME_PREFIX), lines
+    (run_dir,) = (runs / "mythos").iterdir()
+    first = json.loads((run_dir / "manifest.json").read_text())
+    assert [r["scene"] for r in first["repairs"]] == [1]
+
+    names = {"scene-01", "render-scene-01", "repair-scene-01-1",
+             "render-scene-01 (after repair-1)", "scene-02", "render-scene-02"}
+    before = _api_runs(first["prefect_flow_run_id"], names)
+    states = {name: before[name].state_type.value for name in names}
+    assert states == {"scene-01": "COMPLETED", "render-scene-01": "FAILED",
+                      "repair-scene-01-1": "COMPLETED",
+                      "render-scene-01 (after repair-1)": "COMPLETED",
+                      "scene-02": "CRASHED", "render-scene-02": "CRASHED"}, states
+    assert not [name for name in before if "scene-03" in name]  # queued: never started
+    assert "timeout:600s" in before["render-scene-02"].tags  # the render's own deadline
+
+    # the resume: no model call may answer (scene 1's recorded repair is gone) ...
+    (cassettes / "tiny-scenes-resumed-after-sigterm" / "repair-scene-01-1.json").unlink()
+    raw_reply = run_dir / "scenes" / "repair-scene-01-1.raw.txt"
+    replied = raw_reply.stat().st_mtime_ns
+    again = subprocess.run([EXE, *shlex.split(lines[0][len(RESUME_PREFIX):])[1:]],
+                           env=_env(state) | {"PREFECT_API_URL": api},
+                           capture_output=True, text=True, timeout=900)
+    _kill_leftovers(state)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (run_dir / "film.mp4").is_file()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["model_calls"] == 0
+    assert raw_reply.stat().st_mtime_ns == replied
+    assert [(r["scene"], r["reused"]) for r in manifest["repairs"]] == [(1, True)]
+    # ... and scene 1 renders nothing: its failed first render and its repaired one are
+    # read back; scene 2 (stopped mid-render) and scene 3 (never started) render
+    renders = sorted((r["scene"], r["attempt"], r["kind"], r["cache"])
+                     for r in manifest["renders"])
+    assert renders == [(1, 0, "scene_error", "hit"), (1, 1, "ok", "hit"),
+                       (2, 0, "ok", "miss"), (3, 0, "ok", "miss")], renders
+    assert "no model call" in again.stdout
+    after = _api_runs(manifest["prefect_flow_run_id"], names | {"scene-03"})
+    assert after["render-scene-01"].state_type.value == "FAILED"  # the same failure, read back
+    assert {after[name].state_type.value for name in after
+            if name != "render-scene-01"} == {"COMPLETED"}

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mythloop.data import data_path
-from mythloop.fileio import write_json_if_changed, write_text_atomic, write_text_if_changed
+from mythloop.fileio import (
+    write_json_atomic,
+    write_json_if_changed,
+    write_text_atomic,
+    write_text_if_changed,
+)
 from mythloop.llm import FallbackLadder, get_backend
 from mythloop.llm.replay import cassette_path
 from mythloop.mythos.code.extract import ExtractionError, extract_json_object, extract_python_block
@@ -156,13 +161,20 @@ class FilmSession:
 
     def repair_scene(self, index: int, name: str, attempt: int, header: str, scene_code: str,
                      failure: str) -> RepairResult:
-        """Scoped repair: one failing scene class + its error tail (header read-only)."""
-        started = time.perf_counter()
+        """Scoped repair: one failing scene class + its error tail (header read-only). A repair
+        this run dir already made of the same scene code for the same error (a resumed film)
+        is read back from `scenes/repair-scene-03-1.json`: no model call."""
         key = f"repair-scene-{index:02d}-{attempt}"
-        completion = self.call(repair_prompt(scene_code, failure, header=header,
-                                             scene_name=name), key=key)
         scenes_dir = self.run_dir / "scenes"
         scenes_dir.mkdir(exist_ok=True)
+        record = scenes_dir / f"{key}.json"
+        basis = self._repair_basis(name, attempt, header, scene_code, failure)
+        done = _finished_repair(record, basis, name)
+        if done is not None:
+            return done
+        started = time.perf_counter()
+        completion = self.call(repair_prompt(scene_code, failure, header=header,
+                                             scene_name=name), key=key)
         write_text_atomic(scenes_dir / f"{key}.raw.txt", completion.text)
         code = extract_python_block(completion.text)
         if not code.strip():
@@ -171,13 +183,43 @@ class FilmSession:
             new_code = scene_from_reply(code, name)
         except FilmSplitError as exc:
             raise SceneCodeError(f"{key}: {exc}") from exc
-        return RepairResult(code=new_code, raw=completion.text, model=completion.model,
-                            seconds=round(time.perf_counter() - started, 3))
+        result = RepairResult(code=new_code, raw=completion.text, model=completion.model,
+                              seconds=round(time.perf_counter() - started, 3))
+        write_json_atomic(record, {"basis": basis, "repair": result.model_dump(mode="json")})
+        return result
+
+    def _repair_basis(self, name: str, attempt: int, header: str, scene_code: str,
+                      failure: str) -> str:
+        """What a repair depends on: the scene, its error, the backend and model asked."""
+        payload = json.dumps({"name": name, "attempt": attempt, "header": header,
+                              "code": scene_code, "failure": failure,
+                              "backend": self.request.backend, "model": self.request.model,
+                              "system": system_prompt()}, sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def write_scene(self, code: str, version: str) -> Path:
         """The current scene is always mythos_scene.py; each version is kept beside it."""
         write_text_if_changed(self.run_dir / f"mythos_scene.{version}.py", code)
         return write_text_if_changed(self.run_dir / SCENE_FILE, code)
+
+
+REPAIR_RECORD_BYTES = 4 << 20  # a repair's record: a scene class and the reply it came from
+
+
+def _finished_repair(record: Path, basis: str, name: str) -> RepairResult | None:
+    """The repair `record` holds, when it was made for `basis` and still reads as a scene
+    class NAME (None otherwise: the repair is asked for again)."""
+    try:
+        if record.stat().st_size > REPAIR_RECORD_BYTES:
+            return None
+        data = json.loads(record.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("basis") != basis:
+            return None
+        done = RepairResult.model_validate(data.get("repair"))
+        code = scene_from_reply(done.code, name)
+    except (OSError, ValueError, FilmSplitError):
+        return None
+    return done.model_copy(update={"code": code, "reused": True})
 
 
 def _parse_stage(slug: str, text: str) -> tuple[dict | None, str | None]:

@@ -70,6 +70,8 @@ class RepairResult(BaseModel):
     raw: str = ""
     model: str | None = None
     seconds: float = 0.0
+    reused: bool = False
+    """Read back from the run dir (a resumed film's repair made before): no model call."""
 
 
 class SceneRender(RenderResult):
@@ -162,6 +164,8 @@ class RepairEntry(_Open):
     seconds: float | None = None
     model: str | None = None
     failure: str | None = None
+    reused: bool = False
+    """Made before in this run dir (a resumed film) and read back: no model call."""
 
 
 class SceneRecord(_Open):

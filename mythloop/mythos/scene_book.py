@@ -60,6 +60,7 @@ class SceneBook:
         self.dir = session.run_dir / "scenes"
         self.records: dict[int, SceneRecord] = {}
         self.code: dict[int, str] = {u.index: u.code for u in units}
+        self.interrupted_scenes: set[int] = set()  # the scenes a stop cut short
 
     # -- records -----------------------------------------------------------------------
     def open(self, narration: list[list[str]], sources: list[str | None]) -> None:
@@ -162,6 +163,8 @@ class SceneBook:
     def interrupted(self, unit: SceneUnit, good: Good | None, attempt: int,
                     before: str = "") -> SceneFailed | None:
         """The film stops: a scene with a video keeps it (None); else the error to raise."""
+        with self.lock:
+            self.interrupted_scenes.add(unit.index)
         if good is not None:
             self.keep(unit, good, attempt, "the film was interrupted")
             return None
@@ -180,11 +183,11 @@ class SceneBook:
         """A repair on record: the manifest's `repairs` and `stages`, and the scene's own."""
         item = RepairEntry(scene=unit.index, name=unit.name, attempt=attempt,
                            seconds=repaired.seconds, model=repaired.model,
-                           failure=last_line(failure)[:500])
+                           failure=last_line(failure)[:500], reused=repaired.reused)
         with self.lock:
             self.session.manifest.append("repairs", item)
             repairs = [*self.records[unit.index].repairs, RepairEntry(**item.model_dump(
-                include={"attempt", "seconds", "model", "failure"}))]
+                include={"attempt", "seconds", "model", "failure", "reused"}))]
             self.session.manifest.add_stage({
                 "stage": f"repair-{unit.label}-{attempt}",
                 "artifact": f"scenes/{unit.label}.py", "seconds": repaired.seconds,

@@ -39,18 +39,25 @@ def link(path: str | None) -> str:
 
 
 def watch_lines(data: FilmManifest, video_url: str | None, poster_url: str | None) -> list[str]:
-    """The poster (an inline image: Prefect's markdown shows data: images whatever serves
-    the run files), links to the film and its subtitles, the layout findings per scene with
-    their time, and any scene kept after a failed repair."""
+    """The poster, a link to watch the film, links to the film and its subtitles, the layout
+    findings per scene with their time, and any scene kept after a failed repair.
+
+    The poster is an image on its own, never inside a link: Prefect's default UI shows a
+    link's text as it was written, so an image in a link reads as raw markdown there. While
+    `mythloop serve` runs it is the preview server's `poster.png` (POSTER_URL); else a small
+    JPEG inlined as a `data:` URL, which both UIs show as an image."""
     lines: list[str] = []
     if data.video_path and data.poster and Path(data.poster).is_file():
-        try:
-            thumb = thumbnail_data_url(Path(data.poster))
-        except Exception:  # noqa: BLE001 - a thumbnail is a courtesy
-            thumb = None
-        if thumb:
-            lines += [f"[![poster]({thumb})]({video_url})" if video_url else
-                      f"![poster]({thumb})", ""]
+        image = poster_url
+        if image is None:
+            try:
+                image = thumbnail_data_url(Path(data.poster))
+            except Exception:  # noqa: BLE001 - a thumbnail is a courtesy
+                image = None
+        if image:
+            lines += [f"![poster]({image})", ""]
+    if video_url:
+        lines += [f"**[Watch the film]({video_url})**", ""]
     if data.video_path:
         subtitles = data.subtitles
         lines += ["| film | subtitles (SRT) | subtitles (WebVTT) | poster |", "|---|---|---|---|",
@@ -78,13 +85,28 @@ def _shown(value: object) -> str:
     return "" if value is None else md_text(value) if isinstance(value, str) else str(value)
 
 
-def film_summary(data: FilmManifest, run_dir: Path) -> FilmSummary:
-    """A markdown summary of one film (finished or not) from its manifest."""
-    rows = ["| step | seconds | cached | retried | model |", "|---|---|---|---|---|"]
+def _steps_table(data: FilmManifest) -> tuple[list[str], list[str]]:
+    """The steps table and, above it, the models that answered them: one line when every
+    step had the same (a model's label can be a sentence, too wide for a table column), else
+    a short name per model (M1, M2, ...) in the table and their labels in a list."""
+    labels = list(dict.fromkeys(s.model for s in data.stages if s.model))
+    short = {label: f"M{n}" for n, label in enumerate(labels, 1)}
+    column = len(labels) > 1
+    rows = ["| step | seconds | cached | retried |" + (" model |" if column else ""),
+            "|---|---|---|---|" + ("---|" if column else "")]
     for stage in data.stages:
         rows.append(f"| {md_text(stage.stage)} | {_shown(stage.seconds)} | "
-                    f"{'yes' if stage.cached else ''} | "
-                    f"{'yes' if stage.retried else ''} | {_shown(stage.model)} |")
+                    f"{'yes' if stage.cached else ''} | {'yes' if stage.retried else ''} |"
+                    + (f" {short.get(stage.model or '', '')} |" if column else ""))
+    if not column:
+        return rows, ([f"**Model of every step:** {md_text(labels[0])}", ""] if labels else [])
+    return rows, ["**Models of the steps:**",
+                  *(f"- {short[label]}: {md_text(label)}" for label in labels), ""]
+
+
+def film_summary(data: FilmManifest, run_dir: Path) -> FilmSummary:
+    """A markdown summary of one film (finished or not) from its manifest."""
+    rows, models = _steps_table(data)
     check = data.static_check
     verified = ("not run" if check is None else "passed" if check.passed
                 else md_text(check.detail))
@@ -94,7 +116,7 @@ def film_summary(data: FilmManifest, run_dir: Path) -> FilmSummary:
         + (" (offline stand-ins, not a model)" if data.offline else "")
         + (" (replayed recordings, not a live model)" if data.replay else "")
         + f", model {md_code(data.model)}, model calls: {data.model_calls}.",
-        "", *rows, "",
+        "", *models, *rows, "",
         f"**Verify:** {verified}",
         f"**Renders:** {len(data.renders)}; **repairs:** {len(data.repairs)}",
         *([f"**Scenes:** {len(data.scenes)}", "",

@@ -133,6 +133,9 @@ def flow_runtime(*, verbose: bool = False, resume: str | Callable[[], str] | Non
         if not verbose:
             _add_console_filter(_NoDrainProgress())  # (not removed: the drain runs at exit)
             _add_console_filter(_QuietAfterStop())
+            from mythloop_tasks.common import ToldByTheFlow  # (after Prefect, as above)
+
+            _add_console_filter(ToldByTheFlow())  # a failed render: the flow's line says it
         unexplained = None if verbose or not explained else _add_console_filter(
             _ExplainedFailures(explained))
         with contextlib.ExitStack() as stack:

@@ -53,12 +53,16 @@ class FilmRequest(BaseModel):
     fresh: bool = Field(False, description="Ignore cached stage results and scene videos; call "
                                            "the model and render again.")
     runs_dir: Path | None = Field(
-        None, description="Runs root (default: M2M_RUNS_DIR or .mythloop/runs); the film lands "
-                          "in <runs_dir>/mythos/<UTC stamp>-<slug>/.")
+        # (no angle brackets: the UI's form reads a description as markdown, and drops a
+        # `<runs_dir>` as an HTML tag)
+        None, description="Runs root (default: MYTHLOOP_RUNS_DIR or .mythloop/runs); the film "
+                          "lands in RUNS_DIR/mythos/STAMP-SLUG/ (STAMP: the UTC time it "
+                          "started; SLUG: from the prompt).")
     resume_dir: Path | None = Field(
         None, description="Continue an interrupted film in its own run dir (one holding its "
-                          "manifest.json) instead of a new one; finished stages and rendered "
-                          "scenes are reused (blank = a new run dir).")
+                          "manifest.json) instead of a new one; finished stages, rendered "
+                          "scenes, failed renders and repairs are reused (blank = a new run "
+                          "dir).")
 
     @field_validator("prompt")
     @classmethod

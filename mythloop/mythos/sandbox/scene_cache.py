@@ -8,11 +8,20 @@ render is kept beside it (`<key>.layout.json`), read with the size cap and schem
 reached again by today's rules (`layout_frames.judge_record`: the record judged and held
 against the cached video's frames). A record that fails the read is not kept: a hit without
 one renders again, and the render reports the problem.
+
+A render that failed for its code's own error is kept in its film's run dir instead
+(`<run dir>/render/scene-03/failed/<key>.json`, `record_failure`): a resumed film reads it
+back rather than render the same failing code again, so the repair that followed gets the
+same error text and is reused too. A new film renders it again (the recording of another run
+says nothing about this one's sandbox).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 from mythloop.fileio import copy_file_atomic, write_json_atomic
 from mythloop.mythos.sandbox.layout import Finding, PlannedZoom
@@ -21,7 +30,35 @@ from mythloop.mythos.sandbox.layout_probe import PROBE_VERSION
 from mythloop.mythos.sandbox.layout_record import read_record
 from mythloop.settings import get_settings
 
-__all__ = ["SceneCache"]
+__all__ = ["SceneCache", "record_failure", "recorded_failure"]
+
+FAILURE_BYTES = 1 << 20  # a failed render's record: its message and log tail, well under this
+_KEY = re.compile(r"[0-9a-zA-Z_-]{1,128}")
+
+
+def _failure_path(out_dir: Path | str, key: str) -> Path | None:
+    return Path(out_dir) / "failed" / f"{key}.json" if _KEY.fullmatch(key) else None
+
+
+def record_failure(out_dir: Path | str, key: str, render: dict[str, Any]) -> None:
+    """Keep a render that failed for its code's own error in the run's render folder."""
+    path = _failure_path(out_dir, key)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, render)
+
+
+def recorded_failure(out_dir: Path | str, key: str) -> dict[str, Any] | None:
+    """The failed render `record_failure` kept for KEY (None: none, or not readable as one);
+    the caller validates it."""
+    path = _failure_path(out_dir, key)
+    try:
+        if path is None or path.stat().st_size > FAILURE_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class SceneCache:
