@@ -20,7 +20,11 @@ The agreement rule (condition C4, docs/blend.md) keeps that formula and the stor
 counters but asks for agreement before it demotes: with theta ~ Beta(a0 + harmful,
 b0 + helpful), a skill is *credibly harmful* when P(theta > 1/2) >= kappa. Only then do
 its demoting terms count (the negative part of count_bonus, harm_match, related_harmful,
-the suspect multiplier and archiving); promoting terms count as in C3. The per-skill
+the suspect multiplier and archiving); promoting terms count as in C3. C4 also reads verdicts through a plausibility gate (mythloop/router/plausible.py,
+`c4_plausible_rank`): a kept helpful prompt counts in a skill's prototype, and its share of
+them in its helpful count, only where the skill ranks within the first few for that prompt on
+its own name and description; `c4_max_lift` optionally caps what verdicts add above a
+skill's no-verdict score (docs/blend.md, "Defences in C4 and C5"). The per-skill
 verdict state is held as arrays and rebuilt from the store whenever its version
 changes, which is checked before every ranking: a write is visible to the very
 next call (the published run cached it for a whole run).
