@@ -74,6 +74,15 @@ class Settings(BaseSettings):
     c4_explore_sigma: float = Field(0.1, ge=0.0, validation_alias=_env("C4_EXPLORE_SIGMA"))
     """C4's learning catalog: prior spread of the exploration slot's Thompson draw (score +
     sigma * z / sqrt(1 + verdicts)); 0 turns exploration off (docs/blend.md)."""
+    c4_plausible_rank: int = Field(10, ge=0, validation_alias=_env("C4_PLAUSIBLE_RANK"))
+    """C4 and C5, a defence against a judge a description can persuade: a HELPFUL verdict's
+    prompt counts as evidence for a skill (its prototype, count, C5's training pairs) only
+    where the skill ranks within this many for the prompt on its own name and description
+    (semantic + lexical terms, the base model); 0: every verdict counts (docs/blend.md,
+    "Defences")."""
+    c4_max_lift: float = Field(0.0, ge=0.0, validation_alias=_env("C4_MAX_LIFT"))
+    """C4 and C5: the most the verdict terms may add to a skill's score above what its
+    description earns with no verdicts; 0: no cap (docs/blend.md, "Defences")."""
 
     # C5 fine-tunes a copy of the embedding model on the verdicts it trusts between rounds
     # (docs/blend.md, "C5"); C4's terms on top.

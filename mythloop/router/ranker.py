@@ -20,7 +20,11 @@ The agreement rule (condition C4, docs/blend.md) keeps that formula and the stor
 counters but asks for agreement before it demotes: with theta ~ Beta(a0 + harmful,
 b0 + helpful), a skill is *credibly harmful* when P(theta > 1/2) >= kappa. Only then do
 its demoting terms count (the negative part of count_bonus, harm_match, related_harmful,
-the suspect multiplier and archiving); promoting terms count as in C3. The per-skill
+the suspect multiplier and archiving); promoting terms count as in C3. C4 also reads verdicts through a plausibility gate (mythloop/router/plausible.py,
+`c4_plausible_rank`): a kept helpful prompt counts in a skill's prototype, and its share of
+them in its helpful count, only where the skill ranks within the first few for that prompt on
+its own name and description; `c4_max_lift` optionally caps what verdicts add above a
+skill's no-verdict score (docs/blend.md, "Defences in C4 and C5"). The per-skill
 verdict state is held as arrays and rebuilt from the store whenever its version
 changes, which is checked before every ranking: a write is visible to the very
 next call (the published run cached it for a whole run).
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mythloop.router.lexical import BM25
+from mythloop.router.plausible import Plausibility
 from mythloop.router.state import VerdictArrays, build_arrays
 from mythloop.settings import Settings, get_settings
 from mythloop.skills import Catalog, Skill
@@ -104,14 +109,19 @@ class Router:
 
     def __init__(self, catalog: Catalog | Sequence[Skill], store, embedder,
                  settings: Settings | None = None, blend: bool | None = None,
-                 agreement: bool = False) -> None:
-        """`agreement=True` applies the C4 rule on top of the blend (module docstring)."""
+                 agreement: bool = False, plausibility: Plausibility | None = None) -> None:
+        """`agreement=True` applies the C4 rule on top of the blend (module docstring), and
+        with it the plausibility gate: `plausibility`, or one built from this embedder
+        (C5 passes the base model's, so a tuned model never judges its own evidence)."""
         skills = list(catalog.skills if isinstance(catalog, Catalog) else catalog)
         texts = [full_text(s) for s in skills] + [name_text(s.name) for s in skills]
         vecs = embedder.embed(texts) if skills else np.zeros((0, 0), np.float32)
         n = len(skills)
         self._setup(skills, vecs[:n], vecs[n:], store, embedder, embedder.model_id, settings, blend)
         self.agreement = bool(agreement)
+        self.plausibility: Plausibility | None = None
+        if self.agreement:
+            self.plausibility = plausibility or self.own_plausibility()
 
     @classmethod
     def from_vectors(cls, skills: Sequence[Skill], full_vecs: np.ndarray, name_vecs: np.ndarray,
@@ -142,6 +152,9 @@ class Router:
         self.c4_prototype = bool(settings.c4_prototype)
         self.c4_prior = float(settings.c4_prior)
         self.c4_lexical_learned = bool(settings.c4_lexical_learned)
+        self.c4_plausible_rank = int(settings.c4_plausible_rank)
+        self.c4_max_lift = float(settings.c4_max_lift)
+        self.plausibility = None  # C4's gate (set by the constructor)
         self._protos: tuple[int, np.ndarray] | None = None  # (id of the arrays, prototypes)
         self._lexical: BM25 | None = None  # BM25 index, built on first use
         self._lexical_docs: tuple[str, ...] = ()  # the learned prompts it was built with
@@ -155,6 +168,17 @@ class Router:
         self._lock = threading.Lock()
         self._arrays = VerdictArrays.empty(n, dim)
         self._version: int | None = None
+
+    def own_plausibility(self) -> Plausibility | None:
+        """The plausibility gate over this router's own vectors and embedder (None when the
+        gate is off, or without an embedder to embed a prompt with)."""
+        if self.c4_plausible_rank <= 0 or self.embedder is None or not self.skills:
+            return None
+        n = len(self.skills)
+        return Plausibility([s.name for s in self.skills], [s.description for s in self.skills],
+                            self._emb[:n], self._emb[n:], self.embedder,
+                            lexical_weight=self.c4_weights["lexical"],
+                            max_rank=self.c4_plausible_rank)
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -179,7 +203,8 @@ class Router:
         with self._lock:
             snap = self.store.snapshot()
             self._arrays = build_arrays(snap, self.index, self.dim, self.model_id, self.embedder,
-                                        contexts_kept=None if self.agreement else C3_CONTEXTS)
+                                        contexts_kept=None if self.agreement else C3_CONTEXTS,
+                                        plausible=self.plausibility if self.agreement else None)
             self._version = snap.version
             return self._arrays
 
@@ -234,20 +259,25 @@ class Router:
         lexical = (self._lexical_scores(query, learned)
                    if w["lexical"] and query is not None else zeros)
         rel_help, rel_harm = a.related(q, n, self.related_k)
-        total = a.helpful + a.harmful
+        helpful = a.helpful
+        if self.agreement and a.help_share is not None:
+            # praise collected where the skill is not plausible is no evidence: the count
+            # keeps only the share of its helpful verdicts that the gate let count
+            helpful = a.helpful * a.help_share
+        total = helpful + a.harmful
         count_bonus = np.where(
-            total > 0, ((a.helpful + 1) / (total + 2) - 0.5) * np.minimum(1.0, total / 10.0), 0.0)
+            total > 0, ((helpful + 1) / (total + 2) - 0.5) * np.minimum(1.0, total / 10.0), 0.0)
         mult = a.status_mult
         archived = a.archived
         if self.agreement:  # C4: demote only a credibly harmful skill
-            credible = (harm_credibility(a.helpful, a.harmful, self.agreement_prior)
+            credible = (harm_credibility(helpful, a.harmful, self.agreement_prior)
                         >= self.agreement_credibility)
             if self.c4_prior > 0:  # the same footing for every skill not credibly harmful
                 # Its count bonus leans on the pool's helpful share until its own n reaches
                 # 10 (the ramp), as a new skill's prototype leans on its description; and its
                 # description counts among its helpful reasons (docs/blend.md, "Cold skills").
                 n_all = float(total.sum())
-                pooled = float(a.helpful.sum()) / n_all - 0.5 if n_all else 0.0
+                pooled = float(helpful.sum()) / n_all - 0.5 if n_all else 0.0
                 ramp = np.minimum(1.0, total / 10.0)
                 count_bonus = np.where(credible, count_bonus,
                                        count_bonus + (1.0 - ramp) * pooled)
@@ -263,6 +293,14 @@ class Router:
         final = (semantic + w["lexical"] * lexical + w["count"] * count_bonus
                  + w["context"] * (help_match - w["harm"] * harm_match)
                  + w["related"] * (rel_help - rel_harm)) * mult
+        if self.agreement and self.c4_max_lift > 0:
+            # what the skill's description earns with no verdicts (C4's terms of a skill
+            # without history), and verdicts may add at most c4_max_lift to it
+            full = sims[0].astype(np.float64)
+            prior = full if self.c4_prior > 0 else zeros
+            base = (semantic + w["lexical"] * lexical + w["context"] * prior
+                    + w["related"] * full)
+            final = np.minimum(final, base + self.c4_max_lift)
         final = np.where(archived, -1.0, final)
         return {"semantic": semantic, "lexical": lexical, "count_bonus": count_bonus,
                 "help_match": help_match,

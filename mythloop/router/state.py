@@ -83,6 +83,9 @@ class VerdictArrays:
     reason_harmful: np.ndarray  # (r,) bool
     help_texts: tuple[str, ...] = ()
     """Per skill, the kept prompts it was judged helpful for, joined (C4's lexical document)."""
+    help_share: np.ndarray | None = None
+    """Per skill, the share of its kept helpful prompts that the plausibility gate let count
+    (1 where none was kept or no gate was given; mythloop/router/plausible.py)."""
 
     @classmethod
     def empty(cls, n: int, dim: int) -> VerdictArrays:
@@ -128,7 +131,7 @@ class VerdictArrays:
 
 
 def _usable(rows: list[VectorRow], index: dict[str, int], dim: int, model_id: str, embedder):
-    """(skill index, harmful, vector) for rows of known skills; vectors from another
+    """(skill index, harmful, vector, text) for rows of known skills; vectors from another
     model (or missing) are re-embedded from their text when an embedder is at hand."""
     keep = [r for r in rows if r.skill_name in index]
     good = [r.model_id == model_id and r.vec is not None and r.vec.shape[0] == dim for r in keep]
@@ -139,7 +142,7 @@ def _usable(rows: list[VectorRow], index: dict[str, int], dim: int, model_id: st
     elif redo:
         keep = [r for r, ok in zip(keep, good, strict=True) if ok]
         good = [True] * len(keep)
-    return [(index[r.skill_name], r.harmful, r.vec if ok else next(fresh))
+    return [(index[r.skill_name], r.harmful, r.vec if ok else next(fresh), r.text)
             for r, ok in zip(keep, good, strict=True)]
 
 
@@ -156,9 +159,12 @@ def _newest(rows: list[VectorRow], keep: int) -> list[VectorRow]:
 
 
 def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id: str,
-                 embedder=None, contexts_kept: int | None = None) -> VerdictArrays:
+                 embedder=None, contexts_kept: int | None = None,
+                 plausible=None) -> VerdictArrays:
     """Arrays for the skills in `index` from a store snapshot; `contexts_kept` limits the
-    contexts to the newest few per skill and polarity."""
+    contexts to the newest few per skill and polarity. `plausible` (a
+    `Plausibility`, C4 and C5) keeps a helpful context only where its prompt is plausible for
+    its skill on the skill's own description; `help_share` records the share kept."""
     base = VerdictArrays.empty(len(index), dim)
     codes = {s: i for i, s in enumerate(STATUSES)}
     for name, c in snap.counters.items():
@@ -169,20 +175,34 @@ def build_arrays(snap: StoreSnapshot, index: dict[str, int], dim: int, model_id:
     contexts = snap.contexts if contexts_kept is None else _newest(snap.contexts, contexts_kept)
     ctx = _usable(contexts, index, dim, model_id, embedder)
     rsn = _usable(snap.reasons, index, dim, model_id, embedder)
-    help_rows = [(i, v) for i, h, v in ctx if not h]
+    help_rows = [(i, v, t) for i, h, v, t in ctx if not h]
+    share = np.ones(len(index))
+    if plausible is not None and help_rows:
+        ok = plausible.allows([i for i, _, _ in help_rows], [t for _, _, t in help_rows])
+        total = np.bincount([i for i, _, _ in help_rows], minlength=len(index))
+        kept = np.bincount([i for (i, _, _), good in zip(help_rows, ok, strict=True) if good],
+                           minlength=len(index))
+        share = np.where(total > 0, kept / np.maximum(total, 1), 1.0)
+        help_rows = [row for row, good in zip(help_rows, ok, strict=True) if good]
     texts: list[list[str]] = [[] for _ in index]
-    for row in contexts:
-        i = index.get(row.skill_name)
-        if i is not None and not row.harmful and row.text:
-            texts[i].append(row.text)
-    harm_rows = [(i, v) for i, h, v in ctx if h]
+    if plausible is None:
+        for row in contexts:
+            i = index.get(row.skill_name)
+            if i is not None and not row.harmful and row.text:
+                texts[i].append(row.text)
+    else:  # only the prompts that count as evidence teach words
+        for i, _, t in help_rows:
+            if t:
+                texts[i].append(t)
+    harm_rows = [(i, v) for i, h, v, _ in ctx if h]
     return VerdictArrays(
         base.helpful, base.harmful, base.streak, base.status_code,
-        Groups.build([i for i, _ in help_rows], [v for _, v in help_rows], dim),
+        Groups.build([i for i, _, _ in help_rows], [v for _, v, _ in help_rows], dim),
         Groups.build([i for i, _ in harm_rows], [v for _, v in harm_rows], dim),
-        np.ascontiguousarray(np.stack([v for _, _, v in rsn]), np.float32) if rsn
+        np.ascontiguousarray(np.stack([v for _, _, v, _ in rsn]), np.float32) if rsn
         else np.zeros((0, dim), np.float32),
-        np.array([i for i, _, _ in rsn], dtype=np.intp),
-        np.array([h for _, h, _ in rsn], dtype=bool),
+        np.array([i for i, _, _, _ in rsn], dtype=np.intp),
+        np.array([h for _, h, _, _ in rsn], dtype=bool),
         tuple(" ".join(t) for t in texts),
+        share,
     )

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mythloop.router.models import ModelInfo, ModelStore
+from mythloop.router.plausible import Plausibility
 from mythloop.router.ranker import AGREEMENT_CREDIBILITY, full_text, harm_credibility
 from mythloop.skills import Catalog, Skill
 
@@ -70,20 +71,41 @@ class TuneSettings:
 
 
 def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
-                  credibility: float = AGREEMENT_CREDIBILITY) -> list[TrainingPair]:
+                  credibility: float = AGREEMENT_CREDIBILITY,
+                  plausible: Plausibility | None = None) -> list[TrainingPair]:
     """One pair per distinct (prompt, skill) that got a HELPFUL verdict, for skills of the
-    catalog that are not credibly harmful now; in the order the verdicts were written."""
+    catalog that are not credibly harmful now; in the order the verdicts were written.
+
+    With `plausible` (C5 in a sweep: the ranker's gate, over the base model) a pair counts
+    only where the prompt is plausible for the skill on its own description, and a skill's
+    helpful count for the credibility test keeps only the share of its verdicts that do
+    (as the ranker counts them; docs/blend.md, "Defences")."""
     skills = {s.name: s for s in (catalog.skills if isinstance(catalog, Catalog) else catalog)}
     names = sorted(skills)
+    rows = []
+    for row in store.verdicts():
+        name, query = row["skill_name"], " ".join(str(row.get("query") or "").split())
+        if row["verdict"] == "HELPFUL" and query and name in skills:
+            rows.append((query, name))
+    allowed = [True] * len(rows)
+    share = dict.fromkeys(names, 1.0)
+    if plausible is not None and plausible.enabled and rows:
+        known = [k for k, (_, name) in enumerate(rows) if name in plausible.index]
+        ok = plausible.allows([plausible.index[rows[k][1]] for k in known],
+                              [rows[k][0] for k in known])
+        for k, good in zip(known, ok, strict=True):
+            allowed[k] = bool(good)
+        for name in names:
+            mine = [allowed[k] for k, (_, n) in enumerate(rows) if n == name]
+            share[name] = sum(mine) / len(mine) if mine else 1.0
     counters = [store.counters(n) for n in names]
-    credible = harm_credibility([c.helpful for c in counters], [c.harmful for c in counters])
+    credible = harm_credibility([c.helpful * share[n] for c, n in zip(counters, names, strict=True)],
+                                [c.harmful for c in counters])
     distrusted = {n for n, p in zip(names, credible, strict=True) if p >= credibility}
     seen: set[tuple[str, str]] = set()
     pairs = []
-    for row in store.verdicts():
-        name, query = row["skill_name"], " ".join(str(row.get("query") or "").split())
-        if (row["verdict"] != "HELPFUL" or not query or name not in skills
-                or name in distrusted or (query, name) in seen):
+    for (query, name), good in zip(rows, allowed, strict=True):
+        if not good or name in distrusted or (query, name) in seen:
             continue
         seen.add((query, name))
         pairs.append(TrainingPair(query=query, skill=name, text=full_text(skills[name])))

@@ -166,9 +166,12 @@ class ConditionRun:
         vectors of any other model are re-embedded from their texts on the next ranking."""
         self.embedder = embedder
         if self.store is not None:
+            # the plausibility gate stays the base model's: a tuned model learned from
+            # verdicts, so it never decides which verdicts count (docs/blend.md, "Defences")
+            gate = self.router.plausibility if self.router is not None else None
             self.router = Router(self.catalog, self.store, embedder,
                                  blend=self.cond in BLEND_CONDITIONS,
-                                 agreement=self.cond in AGREEMENT_CONDITIONS)
+                                 agreement=self.cond in AGREEMENT_CONDITIONS, plausibility=gate)
 
     @property
     def explores(self) -> bool:

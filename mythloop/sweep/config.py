@@ -38,7 +38,8 @@ _PLACEMENT = {"shard_deployment", "shard_timeout", "concurrency", "task_per_turn
 # with, a sweep that ran under these (sweeps run with the defaults resume as they were).
 _RANKING_SETTINGS = ("embedder_model", "w_count", "w_context", "w_harm", "w_related",
                      "related_k", "c4_w_context", "c4_prototype", "c4_w_lexical", "c4_prior",
-                     "c4_lexical_learned", "c4_explore_sigma", "c5_epochs", "c5_batch_size",
+                     "c4_lexical_learned", "c4_explore_sigma", "c4_plausible_rank",
+                     "c4_max_lift", "c5_epochs", "c5_batch_size",
                      "c5_learning_rate", "c5_max_seq_length", "c5_min_pairs")
 
 

@@ -56,7 +56,8 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
     assert run.store is not None, "open() first"
     models = models or ModelStore(get_settings().models_dir)
     base = base_model(run)
-    pairs = trusted_pairs(run.store, run.catalog)
+    gate = run.router.plausibility if run.router is not None else None
+    pairs = trusted_pairs(run.store, run.catalog, plausible=gate)
     previous = run.embedder.model_id if run.embedder is not None else None
     record: dict[str, Any] = {"round": round_idx, "pairs": len(pairs),
                               "base_model": model_id_for(base)}
