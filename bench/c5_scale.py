@@ -84,12 +84,16 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _timed(steps: dict, name: str, fn, *args):
+def _timed(steps: dict, name: str, run_, fn, *args):
+    """Run one step; its wall, CPU, peak RSS and the texts the model encoded in it."""
     _peak_reset()
+    embedder, encoded = run_.embedder, run_.embedder.encoded
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args)
     steps[name] = {"wall_s": round(time.perf_counter() - wall, 3),
-                   "cpu_s": round(time.process_time() - cpu, 3), "peak_mb": round(_peak_mb(), 1)}
+                   "cpu_s": round(time.process_time() - cpu, 3), "peak_mb": round(_peak_mb(), 1),
+                   "texts_encoded": run_.embedder.encoded - (
+                       encoded if run_.embedder is embedder else 0)}
     return out
 
 
@@ -131,14 +135,18 @@ def run(skills: int = 4000, rounds: int = 2, per_tool: int = 1,
                                 prompts=prompts, base_seed=seed, embedder=get_embedder())
             per_round = []
             steps: dict = {}
-            _timed(steps, "open", run_.open)
+            _timed(steps, "open", run_, run_.open)
             for r in range(rounds):
                 run_.prepare_round(r)
                 if run_.tunes and r > 0:
-                    model = _timed(steps, "fine_tune", tune_for_round, run_, r)
-                    steps["fine_tune"]["pairs"] = model["pairs"]
-                measured = _timed(steps, "measure", run_.measure, r)
-                rows = _timed(steps, "learn", run_.learn_round, r, measured.catalogs, contract)
+                    # The step also embeds every text with the new model (use_embedder):
+                    # train_s is the training alone, as the model store recorded it.
+                    model = _timed(steps, "fine_tune", run_, tune_for_round, run_, r)
+                    steps["fine_tune"].update(pairs=model["pairs"],
+                                              train_s=model.get("train_seconds", 0.0))
+                measured = _timed(steps, "measure", run_, run_.measure, r)
+                rows = _timed(steps, "learn", run_, run_.learn_round, r, measured.catalogs,
+                              contract)
                 for row in rows:
                     run_.append_turn(row)
                 run_.mark_round_complete(r)
