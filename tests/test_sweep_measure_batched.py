@@ -5,12 +5,16 @@ judge (labelled as such in every output) and the bundled model.
 
 from __future__ import annotations
 
+import pytest
+
 from mythloop.data import data_path
 from mythloop.fileio import read_jsonl
 from mythloop.router import get_embedder
+from mythloop.router.models import ModelStore
 from mythloop.skills import load_catalog
 from mythloop.sweep import ConditionRun, JudgeOptions, SweepConfig
 from mythloop.sweep.config import load_sweep_prompts
+from mythloop.sweep.tuned import tune_for_round
 from mythloop.verdicts import render_self_eval_contract
 
 
@@ -40,6 +44,21 @@ def _one_by_one(run: ConditionRun, round_idx: int) -> dict:
     return out
 
 
+def _same_as_one_by_one(run: ConditionRun, round_idx: int) -> None:
+    """The round file ranks as ranking each prompt alone does: the same skills at the same
+    ranks, each figure the same to the 6 decimals kept, give or take one in the last (the
+    batch's float32 sums run in another order)."""
+    rows = list(read_jsonl(run.round_path(round_idx)))
+    got = {(r["prompt_id"], r["rank"]): (r["skill_name"], r["score"], r["breakdown"])
+           for r in rows}
+    alone = _one_by_one(run, round_idx)
+    assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in alone.items()}
+    for key, (_, score, terms) in got.items():
+        assert abs(score - alone[key][1]) <= 2e-6, key
+        assert terms.keys() == alone[key][2].keys()
+        assert all(abs(terms[t] - alone[key][2][t]) <= 2e-6 for t in terms), key
+
+
 def test_measure_embeds_prompts_in_one_call_and_ranks_as_one_by_one(tmp_path):
     run = _run(tmp_path, "c4")  # the blend and C4's terms, with verdicts after round 0
     try:
@@ -48,20 +67,27 @@ def test_measure_embeds_prompts_in_one_call_and_ranks_as_one_by_one(tmp_path):
             calls = run.embedder.calls
             measured = run.measure(round_idx)
             assert run.embedder.calls - calls <= 1, "one model call for all the prompts"
-            rows = list(read_jsonl(run.round_path(round_idx)))
-            got = {(r["prompt_id"], r["rank"]): (r["skill_name"], r["score"], r["breakdown"])
-                   for r in rows}
-            alone = _one_by_one(run, round_idx)
-            # The same skills at the same ranks; each figure the same to the 6 decimals kept,
-            # give or take one in the last (the batch's float32 sums run in another order).
-            assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in alone.items()}
-            for key, (_, score, terms) in got.items():
-                assert abs(score - alone[key][1]) <= 2e-6, key
-                assert terms.keys() == alone[key][2].keys()
-                assert all(abs(terms[t] - alone[key][2][t]) <= 2e-6 for t in terms), key
+            _same_as_one_by_one(run, round_idx)
             if round_idx == 0:
                 for row in run.learn_round(0, measured.catalogs, contract):
                     assert row.ok
-                assert run.store.counters(rows[0]["skill_name"]) is not None
+                assert run.store.verdicts()  # round 1 ranks with verdicts
+    finally:
+        run.close()
+
+
+@pytest.mark.slow  # a fine-tune of the real model
+def test_a_tuned_round_embeds_everything_in_one_pass_and_ranks_as_one_by_one(tmp_path):
+    run = _run(tmp_path, "c5")
+    try:
+        measured = run.measure(0)
+        run.learn_round(0, measured.catalogs, render_self_eval_contract())
+        record = tune_for_round(run, 1, ModelStore(tmp_path / "models"))
+        assert record["trained"] and run.embedder.model_id == record["model_id"]
+        calls = run.embedder.calls
+        assert calls <= 1  # skills, names, prompts, stored texts: one pass (0: all cached)
+        run.measure(1)
+        assert run.embedder.calls == calls  # the measurement found every vector there
+        _same_as_one_by_one(run, 1)
     finally:
         run.close()
