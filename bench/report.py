@@ -21,7 +21,7 @@ import records
 PAGE = Path(__file__).resolve().parent / "RESULTS.md"
 HISTORY_N = 6
 ORDER = ("router", "scale", "sweep", "film", "sandbox", "overhead", "metatool",
-         "metatool_cold", "c5", "c5_variants", "bad_input", "noise_study", "intervals",
+         "metatool_cold", "c5", "c5_variants", "c5_scale", "bad_input", "noise_study", "intervals",
          "analyze_speed", "film_quality")
 TITLES = {
     "router": "Router ranking (bench/router.py)",
@@ -34,6 +34,7 @@ TITLES = {
     "metatool_cold": "Cold skills on MetaTool (bench/metatool_cold.py)",
     "c5": "C5 on MetaTool (the sweep command)",
     "c5_variants": "C5 fine-tune settings (bench/c5_variants.py)",
+    "c5_scale": "C0, C4 and C5 at 4,000 skills, per round and step (bench/c5_scale.py)",
     "bad_input": "Bad input answers (bench/bad_input.py)",
     "noise_study": "Noise study (bench/noise_study.py)",
     "intervals": "Interval coverage (bench/intervals.py)",

@@ -9,8 +9,9 @@ figures appended to bench/records/ as records, then bench/RESULTS.md regenerated
 Default parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
 /work/shared/benchmarks), bad_input. On demand: scale (the PostgreSQL stack) and the studies
 (intervals, noise_study, analyze_speed, metatool_cold, metatool_ceiling,
-metatool_replica, pool_traps, fixture_study, film_quality, c5_variants, attack_study). A keyword a part's
-run() does not take, or one its check() refuses, is refused in one line before anything runs.
+metatool_replica, pool_traps, fixture_study, film_quality, c5_variants, attack_study,
+c5_scale). A keyword a part's run() does not take, or one its check() refuses, is refused in
+one line before anything runs.
 Each child gets its own state and Prefect home, offline models and quiet logs; the harness
 measures its wall time, the CPU of its whole process tree (a cgroup where one can be made),
 the tree's peak memory, and the load average before and after, and waits first for the load
@@ -49,7 +50,7 @@ from mythloop.fileio import write_json_atomic
 DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "metatool_cold",
          "metatool_ceiling", "metatool_replica", "pool_traps", "fixture_study", "film_quality",
-         "c5_variants", "attack_study")
+         "c5_variants", "attack_study", "c5_scale")
 QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}

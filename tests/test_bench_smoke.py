@@ -196,3 +196,25 @@ def test_c5_variants_reads_its_settings_and_refuses_bad_ones_in_one_line(tmp_pat
     assert proc.returncode != 0 and proc.stderr.strip().startswith(
         "run_all: c5_variants takes no 'pair'; --set takes one of: pairs, sweep_json")
     assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
+def test_c5_scale_makes_a_pool_of_distinct_skills_and_refuses_too_few_rounds(tmp_path):
+    import c5_scale  # noqa: PLC0415
+
+    from mythloop.router.ranker import full_text  # noqa: PLC0415
+    from mythloop.skills import load_catalog  # noqa: PLC0415
+
+    if not (common.METATOOL / "pool").is_dir():
+        pytest.skip("no MetaTool data here")
+    pool, prompts = c5_scale.make_pool(tmp_path, 450, per_tool=1)
+    skills = load_catalog(pool).skills
+    assert len(skills) == 450 and len({full_text(s) for s in skills}) == 450
+    learned = json.loads(prompts.read_text())
+    assert learned and all(sum(r["expected"] == e for r in learned) == 1
+                           for e in {r["expected"] for r in learned})
+    proc = subprocess.run([sys.executable, str(BENCH / "c5_scale.py"), "--set", "rounds=1",
+                           "--records", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stderr.strip().count("\n") == 0
+    assert "rounds >= 2" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r").exists()

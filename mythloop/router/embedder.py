@@ -99,6 +99,7 @@ class Embedder:
         self._memo: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
         self.encoded = 0  # texts this instance actually sent to the model
+        self.calls = 0  # model calls (each a batched encode of the texts missing then)
 
     @property
     def dim(self) -> int:
@@ -125,6 +126,7 @@ class Embedder:
                 self.cache.put_many(fresh)
                 self._memo.update(fresh)
                 self.encoded += len(todo)
+                self.calls += 1
             if not keys:
                 return np.zeros((0, 0), np.float32)
             return np.stack([self._memo[k] for k in keys]).astype(np.float32, copy=False)

@@ -42,7 +42,7 @@ import numpy as np
 
 from mythloop.router.lexical import BM25
 from mythloop.router.plausible import Plausibility
-from mythloop.router.state import VerdictArrays, build_arrays
+from mythloop.router.state import BatchProducts, Dot, VerdictArrays, build_arrays, matvec
 from mythloop.settings import Settings, get_settings
 from mythloop.skills import Catalog, Skill
 
@@ -156,6 +156,7 @@ class Router:
         self.c4_max_lift = float(settings.c4_max_lift)
         self.plausibility = None  # C4's gate (set by the constructor)
         self._protos: tuple[int, np.ndarray] | None = None  # (id of the arrays, prototypes)
+        self._credible_of: tuple[VerdictArrays, np.ndarray] | None = None
         self._lexical: BM25 | None = None  # BM25 index, built on first use
         self._lexical_docs: tuple[str, ...] = ()  # the learned prompts it was built with
         self.related_k = max(0, int(settings.related_k))
@@ -234,12 +235,25 @@ class Router:
         self._protos = (id(a), protos)
         return protos
 
+    def _credible(self, a: VerdictArrays, helpful: np.ndarray) -> np.ndarray:
+        """C4's credibly-harmful mask from HELPFUL (the helpful counts the gate let count,
+        derived from A alone), computed once per verdict-array state (it depends on the
+        counters alone, not on the query)."""
+        cached = self._credible_of
+        if cached is not None and cached[0] is a:
+            return cached[1]
+        credible = (harm_credibility(helpful, a.harmful, self.agreement_prior)
+                    >= self.agreement_credibility)
+        self._credible_of = (a, credible)
+        return credible
+
     def _score(self, qvec: np.ndarray, a: VerdictArrays | None,
-               query: str | None = None) -> dict[str, np.ndarray]:
-        """score_vector with the verdict arrays already read (one store read per ranking)."""
+               query: str | None = None, dot: Dot = matvec) -> dict[str, np.ndarray]:
+        """score_vector with the verdict arrays already read (one store read per ranking);
+        `dot` gives every matrix-vector product (from a batch's products: rank_many)."""
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         n = len(self.skills)
-        sims = (self._emb @ q).reshape(2, n) if n else np.zeros((2, 0), np.float32)
+        sims = dot(self._emb, q).reshape(2, n) if n else np.zeros((2, 0), np.float32)
         semantic = sims.max(axis=0).astype(np.float64)
         zeros = np.zeros(n)
         if not self.blend:
@@ -249,16 +263,16 @@ class Router:
         assert a is not None  # the blend reads the verdict arrays
         w = self.c4_weights if self.agreement else self.weights
         if self.agreement and self.c4_prototype and self.c4_prior > 0:
-            help_match = (self._prior_prototypes(a) @ q).astype(np.float64)
+            help_match = dot(self._prior_prototypes(a), q).astype(np.float64)
         elif self.agreement and self.c4_prototype:
-            help_match = a.help.prototype_per_skill(q, n)
+            help_match = a.help.prototype_per_skill(q, n, dot)
         else:
-            help_match = a.help.max_per_skill(q, n)
-        harm_match = a.harm.max_per_skill(q, n)
+            help_match = a.help.max_per_skill(q, n, dot)
+        harm_match = a.harm.max_per_skill(q, n, dot)
         learned = a.help_texts if self.agreement and self.c4_lexical_learned else ()
         lexical = (self._lexical_scores(query, learned)
                    if w["lexical"] and query is not None else zeros)
-        rel_help, rel_harm = a.related(q, n, self.related_k)
+        rel_help, rel_harm = a.related(q, n, self.related_k, dot)
         helpful = a.helpful
         if self.agreement and a.help_share is not None:
             # praise collected where the skill is not plausible is no evidence: the count
@@ -270,8 +284,7 @@ class Router:
         mult = a.status_mult
         archived = a.archived
         if self.agreement:  # C4: demote only a credibly harmful skill
-            credible = (harm_credibility(helpful, a.harmful, self.agreement_prior)
-                        >= self.agreement_credibility)
+            credible = self._credible(a, helpful)
             if self.c4_prior > 0:  # the same footing for every skill not credibly harmful
                 # Its count bonus leans on the pool's helpful share until its own n reaches
                 # 10 (the ramp), as a new skill's prototype leans on its description; and its
@@ -284,7 +297,8 @@ class Router:
                 rel_help = np.where(credible, rel_help,
                                     np.maximum(rel_help, sims[0].astype(np.float64)))
                 if self.c4_prototype:  # a credibly harmful skill's description counts for nothing
-                    help_match = np.where(credible, a.help.prototype_per_skill(q, n), help_match)
+                    help_match = np.where(credible, a.help.prototype_per_skill(q, n, dot),
+                                          help_match)
             count_bonus = np.where(credible, count_bonus, np.maximum(count_bonus, 0.0))
             harm_match = np.where(credible, harm_match, 0.0)
             rel_harm = np.where(credible, rel_harm, 0.0)
@@ -314,7 +328,22 @@ class Router:
         The query text, when given, feeds the lexical signal. Skills named in `exclude`
         are left out, as if not in the pool (a sweep's skills added at a later round)."""
         a = self.refresh()  # counters and status are reported with the blend off too
-        terms = self._score(qvec, a, query)
+        return self._ranked(self._score(qvec, a, query), a, top_k, exclude)
+
+    def rank_many(self, qvecs: np.ndarray, queries: Sequence[str | None],
+                  top_k: int | None = 10,
+                  exclude: Collection[str] | None = None) -> list[list[RankedSkill]]:
+        """rank_vector for each row of `qvecs` (and its query text), every matrix multiplied
+        once by all the rows (BatchProducts: the same ranking, a cosine may differ in its
+        last float32 bits)."""
+        a = self.refresh()
+        products = BatchProducts(qvecs)
+        return [self._ranked(self._score(products.q[i], a, query, products.dot(i)), a, top_k,
+                             exclude)
+                for i, query in enumerate(queries)]
+
+    def _ranked(self, terms: dict[str, np.ndarray], a: VerdictArrays, top_k: int | None,
+                exclude: Collection[str] | None) -> list[RankedSkill]:
         final = terms["final"]
         n = final.shape[0]
         pool = np.arange(n)

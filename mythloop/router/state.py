@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +10,40 @@ import numpy as np
 from mythloop.verdicts.status import STATUSES
 from mythloop.verdicts.store import StoreSnapshot, VectorRow
 
-__all__ = ["Groups", "VerdictArrays", "build_arrays"]
+__all__ = ["Groups", "VerdictArrays", "build_arrays", "Dot", "matvec", "BatchProducts"]
+
+Dot = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""`dot(matrix, q)`: the matrix's rows times the query vector q."""
+
+
+def matvec(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """One query: a matrix-vector product."""
+    return matrix @ q
+
+
+class BatchProducts:
+    """The products for a batch of query vectors, each matrix multiplied once by all of them.
+
+    One (queries x rows) product per matrix in place of one matrix-vector product per query:
+    a 4,000-skill router spent ~20 ms a query in the vector products alone on a loaded 2-core
+    machine, ~0.5 ms a query in the batched one. `dot(i)` is query i's `Dot`. The float32 sums
+    run in another order (BLAS's matrix-matrix kernel), so a cosine can differ from the
+    matrix-vector one in its last bits (measured: at most 3e-7).
+    """
+
+    def __init__(self, qvecs: np.ndarray) -> None:
+        self.q = np.ascontiguousarray(qvecs, dtype=np.float32)
+        self._done: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _of(self, matrix: np.ndarray) -> np.ndarray:
+        hit = self._done.get(id(matrix))
+        if hit is None or hit[0] is not matrix:  # the matrix is kept: its id stays its own
+            hit = (matrix, np.ascontiguousarray(self.q @ matrix.T))
+            self._done[id(matrix)] = hit
+        return hit[1]
+
+    def dot(self, i: int) -> Dot:
+        return lambda matrix, _q: self._of(matrix)[i]
 
 _MULT = np.array([1.0, 0.5, 0.0])  # active, suspect, archived (archived is forced to -1.0)
 
@@ -41,12 +74,12 @@ class Groups:
         protos = np.ascontiguousarray(sums / np.maximum(norms, 1e-12), dtype=np.float32)
         return cls(mat, starts, idx[starts], protos, np.ascontiguousarray(sums, np.float32))
 
-    def prototype_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
+    def prototype_per_skill(self, q: np.ndarray, n: int, dot: Dot = matvec) -> np.ndarray:
         """Cosine of q with each skill's prototype (the mean of its vectors, renormalised);
         0 for skills without vectors."""
         out = np.zeros(n)
         if self.protos.shape[0]:
-            out[self.skills] = self.protos @ q
+            out[self.skills] = dot(self.protos, q)
         return out
 
     def prior_prototypes(self, prior_vecs: np.ndarray, prior: float) -> np.ndarray:
@@ -60,11 +93,11 @@ class Groups:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
-    def max_per_skill(self, q: np.ndarray, n: int) -> np.ndarray:
+    def max_per_skill(self, q: np.ndarray, n: int, dot: Dot = matvec) -> np.ndarray:
         """Highest cosine with q per skill; 0 for skills without vectors."""
         out = np.zeros(n)
         if self.vecs.shape[0]:
-            out[self.skills] = np.maximum.reduceat(self.vecs @ q, self.starts)
+            out[self.skills] = np.maximum.reduceat(dot(self.vecs, q), self.starts)
         return out
 
 
@@ -113,12 +146,13 @@ class VerdictArrays:
     def status_name(self, i: int) -> str:
         return STATUSES[int(self.status_code[i])]
 
-    def related(self, q: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def related(self, q: np.ndarray, n: int, k: int,
+                dot: Dot = matvec) -> tuple[np.ndarray, np.ndarray]:
         """Per skill, the highest cosine among the k reasons nearest q: (helpful, harmful)."""
         r = self.reason_vecs.shape[0]
         if not r or not k:
             return np.zeros(n), np.zeros(n)
-        sims = self.reason_vecs @ q
+        sims = dot(self.reason_vecs, q)
         top = np.argpartition(-sims, k - 1)[:k] if k < r else np.arange(r)
         result = []
         for harmful in (False, True):

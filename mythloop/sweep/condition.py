@@ -28,6 +28,7 @@ from mythloop.fileio import (
 from mythloop.llm import BackendTimeout, get_backend, is_retriable
 from mythloop.router import Router
 from mythloop.router.explore import EXPLORE_WINDOW, exploration_rng, learning_catalog
+from mythloop.router.ranker import full_text, name_text
 from mythloop.settings import get_settings
 from mythloop.skills import Catalog
 from mythloop.sweep.config import SweepConfig, SweepPrompt, replicate_seed, resolve_cold_skills
@@ -54,6 +55,9 @@ if TYPE_CHECKING:
     from mythloop.verdicts import VerdictStore
 
 __all__ = ["ConditionRun", "render_catalog", "learning_prompt", "session_id_for"]
+
+_RANK_BLOCK = 256
+"""Prompts ranked together: their products with a 4,000-skill matrix take 8 MB."""
 
 
 def render_catalog(ranked: list[CatalogEntry]) -> str:
@@ -169,9 +173,31 @@ class ConditionRun:
             # the plausibility gate stays the base model's: a tuned model learned from
             # verdicts, so it never decides which verdicts count (docs/blend.md, "Defences")
             gate = self.router.plausibility if self.router is not None else None
+            self.embed_all(embedder)
             self.router = Router(self.catalog, self.store, embedder,
                                  blend=self.cond in BLEND_CONDITIONS,
                                  agreement=self.cond in AGREEMENT_CONDITIONS, plausibility=gate)
+
+    def embed_all(self, embedder) -> int:
+        """Every text a round ranks with, under `embedder`'s model, in one batched model call:
+        the skills' texts and names, the prompts, and the store's contexts and reasons of
+        known skills whose vectors are another model's. Each distinct text once; one the
+        embedder holds already (its memo, its disk cache) is not encoded again. The router,
+        the verdict arrays and the measurement then find every vector there. Returns how many
+        distinct texts were asked for."""
+        assert self.store is not None, "open() first"
+        known = set(self.catalog.names())
+        snap = self.store.snapshot()
+        texts = [full_text(s) for s in self.catalog.skills]
+        texts += [name_text(s.name) for s in self.catalog.skills]
+        texts += [p.prompt for p in self.prompts]
+        texts += [r.text for r in (*snap.contexts, *snap.reasons)
+                  if r.skill_name in known and r.text
+                  and (r.model_id != embedder.model_id or r.vec is None)]
+        distinct = [t for t in dict.fromkeys(texts) if t]
+        if distinct:
+            embedder.embed(distinct)
+        return len(distinct)
 
     @property
     def explores(self) -> bool:
@@ -286,8 +312,7 @@ class ConditionRun:
         sigma = get_settings().c4_explore_sigma if self.explores else 0.0
         depth = max(shown, EXPLORE_WINDOW * k) if sigma else shown
         absent = self.absent(round_idx)
-        for prompt in self.prompts:
-            ranked = self.router.rank(prompt.prompt, top_k=depth, exclude=absent)
+        for prompt, ranked in zip(self.prompts, self._rank_prompts(depth, absent), strict=True):
             if self.learns(prompt, round_idx):
                 catalog, exploration = learning_catalog(
                     ranked, k, sigma, exploration_rng(self.seed, round_idx, prompt.id))
@@ -336,6 +361,20 @@ class ConditionRun:
                              in_distribution_hit_at_5=hits5 / gold_found if gold_found else None,
                              trap_win_rate=wins / pairs if pairs else None,
                              heldout_hit_at_1=held1 / held if held else None)
+
+    def _rank_prompts(self, depth: int, absent: frozenset[str]):
+        """Each prompt's ranking, in prompt order: every prompt embedded in one batched model
+        call (a text the embedder holds already is not encoded again), then ranked in blocks
+        whose matrix products are one each (Router.rank_many)."""
+        assert self.router is not None, "open() first"
+        texts = [p.prompt for p in self.prompts]
+        if not texts:
+            return
+        vectors = self.router.embedder.embed(texts)
+        for start in range(0, len(texts), _RANK_BLOCK):
+            block = slice(start, start + _RANK_BLOCK)
+            yield from self.router.rank_many(vectors[block], texts[block], top_k=depth,
+                                             exclude=absent)
 
     # --- learn -------------------------------------------------------------------
     def learning_turn(self, prompt: SweepPrompt, round_idx: int, ranked: list[CatalogEntry],
