@@ -15,7 +15,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -93,28 +92,6 @@ def tree_rss_mb(root: int) -> float:
     return total / 2**20
 
 
-class TreeSampler:
-    """Samples the summed RSS of a process tree in a thread; `peak_mb` is the highest seen."""
-
-    def __init__(self, root: int, interval: float = 0.25) -> None:
-        self.root, self.interval, self.peak_mb = root, interval, 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.root))
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> TreeSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def reap_escaped(token: str) -> int:
     """Stop processes a child left behind in other sessions (database, workers): TERM, then
     KILL; how many are still there after that."""
@@ -139,19 +116,21 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     t0 = time.perf_counter()
     proc = procs.start_session(meter.wrap(cmd) if meter else cmd, env=env, cwd=cwd,
                                stdout=out, stderr=subprocess.STDOUT)
-    timed_out = False
-    with TreeSampler(proc.pid) as sampler:
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                procs.signal_group(proc.pid, signal.SIGKILL)
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
+    timed_out, peak_mb, sample_at = False, 0.0, 0.0
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        if now >= sample_at:  # the tree's summed RSS, every 0.25 s
+            peak_mb, sample_at = max(peak_mb, tree_rss_mb(proc.pid)), now + 0.25
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if now > deadline:
+            timed_out = True
+            procs.signal_group(proc.pid, signal.SIGKILL)
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.05)
     wall = time.perf_counter() - t0
     left = reap_escaped(token)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -162,7 +141,7 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     cpu = (cpu_after - cpu_before if cpu_after is not None and cpu_before is not None
            else usage.ru_utime + usage.ru_stime)
     return {"wall_s": wall, "returncode": proc.returncode, "timed_out": timed_out,
-            "peak_tree_rss_mb": sampler.peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
+            "peak_tree_rss_mb": peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
             "cpu_s": cpu, "cpu_method": meter.method if meter else "wait4 (reaped descendants only)",
             "started_at": time.time() - wall, "tail": tail, "left_running": left}
 
@@ -331,21 +310,6 @@ def mythloop_cmd() -> list[str]:
     """The `mythloop` command of this interpreter's environment (or `python -m mythloop_app`)."""
     exe = Path(sys.executable).parent / "mythloop"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
-
-
-@contextlib.contextmanager
-def environ(**values: str):
-    """os.environ with VALUES set for the block, as it was after it."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def part_main(name: str) -> int:

@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 from common import (
     CpuMeter,
     bench_env,
-    environ,
     mythloop_cmd,
     ratio_stats,
     repo_on_path,
@@ -133,7 +133,7 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
         "cold_tiny_s", "cold_formula_s", "warm_tiny_s", "warm_formula_hit_s")}
 
     def timed_render(path: Path, out: str, **env: str) -> float:
-        with environ(**env):
+        with patch.dict(os.environ, **env):
             t0 = time.perf_counter()
             result = render_module.render_scene(path, out_dir=workdir / out, timeout=300)
             if not result.ok:
@@ -322,7 +322,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
         return cpu, wall
 
     render_pool.shutdown()
-    with environ(MYTHLOOP_WARM_WORKERS="1"):  # one worker: one render at a time
+    with patch.dict(os.environ, MYTHLOOP_WARM_WORKERS="1"):  # one render at a time
         one_pass("warmup", True)  # the worker started, every formula in the cache
         rows: dict[str, list[float]] = {"with_probe_cpu_s": [], "without_probe_cpu_s": [],
                                         "with_probe_s": [], "without_probe_s": []}

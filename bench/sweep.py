@@ -17,11 +17,11 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from unittest.mock import patch
 
 from common import (
     REPO,
     bench_env,
-    environ,
     mythloop_cmd,
     peak_rss_mb,
     process_cpu_s,
@@ -245,8 +245,9 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
 
     exe = _fake_gemini(workdir)
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    fake = {"FAKE_MODE": "judge", "FAKE_DELAY": f"{delay_s:g}", "PYTHONPATH": path}
     runs = {}
-    with environ(FAKE_MODE="judge", FAKE_DELAY=f"{delay_s:g}", PYTHONPATH=path):
+    with patch.dict(os.environ, fake):
         for n in levels:
             config = SweepConfig(conditions=["c0", "c3"], rounds=rounds, replicates=1,
                                  judge="gemini", judge_options=JudgeOptions(command=str(exe)),
