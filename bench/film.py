@@ -14,14 +14,17 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from unittest.mock import patch
 
+import psutil
 from common import (
     CpuMeter,
     bench_env,
@@ -33,6 +36,8 @@ from common import (
     wait_for_quiet,
     wait_until_idle,
 )
+
+from mythloop import procs
 
 MODES = ("temporary_server", "server_up")  # no server running / `mythloop server` already up
 PROMPT = "the heat equation"
@@ -180,10 +185,7 @@ class _Server:
     """`mythloop server` for a state folder, in a CPU meter of its own (the server-up mode)."""
 
     def __init__(self, state: Path, log: Path) -> None:
-        from mythloop import procs
-
         self.meter = CpuMeter("server")
-        self.log = log
         t0 = time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
             self.proc = procs.start_session(self.meter.wrap([*mythloop_cmd(), "server"]),
@@ -196,55 +198,48 @@ class _Server:
                 raise RuntimeError(f"`mythloop server` did not start: {log.read_text()[-800:]}")
             time.sleep(0.2)
         self.startup_s = time.perf_counter() - t0
-        self.pid = self._prefect_pid()
-
-    def _prefect_pid(self) -> int:
-        import psutil
-
         kids = psutil.Process(self.proc.pid).children(recursive=True)
-        return next((k.pid for k in kids if "prefect" in " ".join(k.cmdline())),
-                    self.proc.pid)
-
-    def settle(self) -> None:
-        """Wait until the server has recorded what the last command sent it."""
-        wait_until_idle(self.pid, quiet_s=1.0, limit_s=60)
-
-    def cpu_s(self) -> float | None:
-        return self.meter.seconds()
+        self.pid = next((k.pid for k in kids if "prefect" in " ".join(k.cmdline())),
+                        self.proc.pid)
 
     def stop(self) -> None:
-        from mythloop import procs
-
         procs.stop_group(self.proc, first=signal.SIGINT, grace=30)
         self.meter.close()
 
 
-def _utc(text: str | None) -> float | None:
-    if not text:
-        return None
-    from datetime import UTC, datetime
+def _film_run(server: _Server | None, *args, **kwargs) -> dict:
+    """`film_cli(*ARGS, **KWARGS)`; with a server up, also the CPU seconds the server spent
+    meanwhile (`server_cpu_s`, None without a meter), counted once it has recorded what the
+    film sent it."""
+    before = server.meter.seconds() if server else None
+    run = film_cli(*args, **kwargs)
+    if server:
+        wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
+        after = server.meter.seconds()
+        run["server_cpu_s"] = None if after is None or before is None else after - before
+    return run
 
-    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+def _utc(text: str | None) -> float | None:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() if text else None
 
 
 def timeline(db: Path, flow_run_id: str) -> dict:
     """The flow run's and its task runs' start and end (epoch seconds), from the Prefect
     database the film wrote to (read-only)."""
-    import sqlite3
-
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         flow = con.execute("SELECT start_time, end_time FROM flow_run WHERE id = ?",
                            (flow_run_id,)).fetchone()
-        tasks = con.execute("SELECT name, start_time, end_time, state_type FROM task_run "
-                            "WHERE flow_run_id = ? ORDER BY start_time", (flow_run_id,)).fetchall()
+        tasks = con.execute("SELECT name, start_time, end_time FROM task_run WHERE "
+                            "flow_run_id = ? ORDER BY start_time", (flow_run_id,)).fetchall()
     finally:
         con.close()
     if flow is None:
         return {}
     return {"start": _utc(flow[0]), "end": _utc(flow[1]),
-            "tasks": [{"name": n, "start": _utc(a), "end": _utc(b), "state": st}
-                      for n, a, b, st in tasks if a and b]}
+            "tasks": [{"name": n, "start": _utc(a), "end": _utc(b)}
+                      for n, a, b in tasks if a and b]}
 
 
 def breakdown(run: dict, times: dict) -> dict:
@@ -398,6 +393,13 @@ def _film_cpu(film: dict) -> float:
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
 
 
+def _columns(pairs: list[tuple[dict, dict]]) -> tuple[list[float], ...]:
+    """Of (film, plain) pairs: the films' walls, the plains' walls, the films' CPU seconds
+    (with the server's share), the plains' CPU seconds."""
+    return ([f["wall_s"] for f, _ in pairs], [p["wall_s"] for _, p in pairs],
+            [_film_cpu(f) for f, _ in pairs], [p["cpu_s"] for _, p in pairs])
+
+
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
                 quiet_wait_s: float, uncached: bool = True) -> dict:
     """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
@@ -407,51 +409,40 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
-    films, plains, uncached_runs = [], [], []
-    kinds = ("film", "plain", "plain_uncached") if uncached else ("film", "plain")
+    runs: dict[str, list[dict]] = {"film": [], "plain": [], "plain_uncached": []}
     try:
         for i in range(repeats):
-            for kind in kinds:
+            for kind in list(runs)[:3 if uncached else 2]:
                 quiet = wait_for_quiet(quiet_load, quiet_wait_s)
                 _say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
-                    f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
+                     f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
                 with CpuMeter(kind) as meter:
                     if kind == "film":
-                        run, share = _with_server_share(
-                            server, prompt, state, workdir / f"runs-{mode}-{i}", meter,
-                            workdir / f"film-{mode}-{i}.log")
-                        if server:
-                            run["server_cpu_s"] = share
-                        times = timeline(state / "prefect" / "prefect.db",
-                                         run["manifest"].get("prefect_flow_run_id") or "")
-                        run["breakdown"] = breakdown(run, times)
-                        run["quiet"] = quiet
-                        films.append(run)
+                        run = _film_run(server, prompt, state, workdir / f"runs-{mode}-{i}",
+                                        meter, workdir / f"film-{mode}-{i}.log")
+                        run["breakdown"] = breakdown(run, timeline(
+                            state / "prefect" / "prefect.db",
+                            run["manifest"].get("prefect_flow_run_id") or ""))
                     else:
-                        scene_file = Path(films[-1]["manifest"]["scene_file"])
+                        scene_file = Path(runs["film"][-1]["manifest"]["scene_file"])
                         extra = ("--disable_caching",) if kind == "plain_uncached" else ()
                         run = plain_manim(scene_file, "-a", workdir, meter, extra)
-                        run["quiet"] = quiet
-                        (uncached_runs if extra else plains).append(run)
+                run["quiet"] = quiet
+                runs[kind].append(run)
         floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s)
     finally:
         if server:
             server.stop()
+    films, plains, uncached_runs = runs.values()
     quiet_pairs = [(f, p) for f, p in zip(films, plains, strict=True)
                    if f["quiet"]["quiet"] and p["quiet"]["quiet"]]
     used = quiet_pairs or list(zip(films, plains, strict=True))
-    film_s = [f["wall_s"] for f, _ in used]
-    plain_s = [p["wall_s"] for _, p in used]
-    film_cpu = [_film_cpu(f) for f, _ in used]
-    plain_cpu = [p["cpu_s"] for _, p in used]
+    film_s, plain_s, film_cpu, plain_cpu = _columns(used)
     # the reference: the same pairs' plain manim with --disable_caching (all three quiet,
     # unless no pair was)
     triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
                if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
-    film_u = [f["wall_s"] for f, _ in triples]
-    film_u_cpu = [_film_cpu(f) for f, _ in triples]
-    uncached_s = [u["wall_s"] for _, u in triples]
-    uncached_cpu = [u["cpu_s"] for _, u in triples]
+    film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
     reference = {
         "pairs": len(triples), "loads": [u["quiet"]["load1"] for u in uncached_runs],
         "plain_uncached_s": stats(uncached_s), "plain_uncached_cpu_s": stats(uncached_cpu),
@@ -480,19 +471,6 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     }
 
 
-def _with_server_share(server: _Server | None, *args, **kwargs) -> tuple[dict, float | None]:
-    """`film_cli(*ARGS, **KWARGS)`, and the CPU seconds the server (when one is up) spent
-    meanwhile, counted once it has recorded what the film sent it; None without a server or
-    a meter."""
-    before = server.cpu_s() if server else None
-    run = film_cli(*args, **kwargs)
-    if server is None:
-        return run, None
-    server.settle()
-    after = server.cpu_s()
-    return run, (after - before if after is not None and before is not None else None)
-
-
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
            quiet_load: float, quiet_wait_s: float, repeats: int = 2) -> dict:
     """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
@@ -506,10 +484,9 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
         wait_for_quiet(quiet_load, quiet_wait_s)
         _say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
         with CpuMeter("no-render") as meter:
-            run, share = _with_server_share(
-                server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
-                workdir / f"film-{mode}-norender-{i}.log", render=False)
-        runs["no_render_film_cpu_s"].append(run["cpu_s"] + (share or 0.0))
+            run = _film_run(server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
+                            workdir / f"film-{mode}-norender-{i}.log", render=False)
+        runs["no_render_film_cpu_s"].append(_film_cpu(run))
         runs["no_render_film_s"].append(run["wall_s"])
         wait_for_quiet(quiet_load, quiet_wait_s)
         runs["import_manim_cpu_s"].append(_import_cpu_s("manim"))
@@ -580,18 +557,15 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
             results[mode] = _mode_pairs(mode, repeats, prompt, workdir, quiet_load,
                                         quiet_wait_s, uncached=uncached)
         first = results[modes[0]]
-        last_film = first["films"][-1]
-        split = None
+        manifest = first["films"][-1]["manifest"]
+        split = rerun_result = startup = formulas = None
         if probe:
             _say("[bench film] the final scenes one at a time, with and without the layout "
-                "probe (what each render costs beyond plain manim)")
-            manifest = last_film["manifest"]
+                 "probe (what each render costs beyond plain manim)")
             split = render_split(Path(manifest["scene_file"]),
                                  [s["name"] for s in manifest["scenes"]], workdir)
         for r in results.values():
             r["cpu_split"] = _cpu_split(r, split)
-        rerun_result = startup = None
-        formulas = None
         if rerun:
             _say("[bench film] the rerun after a failed scene; start-up and LaTeX per render")
             stack.enter_context(prefect_server(start_server))
@@ -599,7 +573,6 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                 rerun_result = rerun_after_failure(workdir, prompt)
                 formulas = formula_cache.stats()
                 startup = startup_and_latex(workdir)
-    manifest = last_film["manifest"]
     renders = [_renders(f["manifest"]) for f in first["films"]]
     result = {
         "prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
