@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import METATOOL, REPO
+from common import METATOOL, REPO, part_main
 
 CONDITIONS = ("c0", "c3", "c4")
 ROUNDS = 4
@@ -122,6 +122,4 @@ def run(base: str = "ee324ff", repeats: int = 2, keep: str | None = None) -> dic
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/analyze_speed.py [--set base=C]
-    from common import part_main
-
     sys.exit(part_main("analyze_speed"))

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ratio_stats, stats
+from common import part_main, ratio_stats, stats
 
 CLI = [sys.executable, "-m", "mythloop_app.cli"]
 TIMEOUT_S = 120.0  # a case that is not rejected runs on; it is stopped and reported
@@ -141,6 +141,4 @@ def run(repeats: int = 5) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/bad_input.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("bad_input"))

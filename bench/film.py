@@ -29,6 +29,7 @@ from common import (
     CpuMeter,
     bench_env,
     mythloop_cmd,
+    part_main,
     ratio_stats,
     repo_on_path,
     run_child,
@@ -609,6 +610,4 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("film"))

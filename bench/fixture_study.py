@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import bench_env, mythloop_cmd
+from common import bench_env, mythloop_cmd, part_main
 from sweep import plain_sweep
 
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -70,6 +70,4 @@ def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("fixture_study"))

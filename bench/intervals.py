@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from common import part_main
 from scipy.special import expit, logit
 
 from mythloop.analysis.stats import interval, paired_difference
@@ -131,6 +132,4 @@ def run(sims: int = 4000) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/intervals.py [--set sims=400]
-    from common import part_main
-
     sys.exit(part_main("intervals"))

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import METATOOL, REPO, run_child
+from common import METATOOL, REPO, part_main, run_child
 from metatool_ceiling import rank_hits
 
 PNG = REPO / "bench" / "metatool.png"
@@ -162,6 +162,4 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/metatool.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("metatool"))

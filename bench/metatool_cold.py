@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from common import part_main
 from metatool_ceiling import METATOOL, embedded
 from metatool_ceiling import _hits as ceiling_hits
 
@@ -195,6 +196,4 @@ def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("metatool_cold"))

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO
+from common import REPO, part_main
 
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
 
@@ -55,6 +55,4 @@ def run(noise: tuple = ("0", "0.2", "0.4"), conditions: tuple = ("c0", "c3", "c4
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("noise_study"))

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ratio_stats, repo_on_path, stats
+from common import part_main, ratio_stats, repo_on_path, stats
 
 
 def _tasks() -> dict:
@@ -104,6 +104,4 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("overhead"))

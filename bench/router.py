@@ -15,6 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from common import part_main
 
 from mythloop.router.ranker import Router, synthetic_skill
 from mythloop.settings import get_settings
@@ -180,6 +181,4 @@ def check_targets(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("router"))

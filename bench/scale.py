@@ -11,7 +11,7 @@ import sys
 import time
 from collections import Counter
 
-from common import REPO
+from common import REPO, part_main
 
 from mythloop.procs import stop_process
 from mythloop_app.scale import api
@@ -101,6 +101,4 @@ def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/scale.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("scale"))

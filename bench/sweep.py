@@ -23,6 +23,7 @@ from common import (
     REPO,
     bench_env,
     mythloop_cmd,
+    part_main,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
@@ -384,6 +385,4 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("sweep"))
