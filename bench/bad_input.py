@@ -61,14 +61,9 @@ def cases(workdir: Path) -> dict[str, list[str]]:
         "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
         "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
         # issue 38: range errors, as one line instead of a panel
-        "sweep --rounds 0": [*CLI, "sweep", "--rounds", "0"],
-        "sweep --rounds -3": [*CLI, "sweep", "--rounds", "-3"],
-        "sweep --rounds abc": [*CLI, "sweep", "--rounds", "abc"],
-        "sweep --replicates 0": [*CLI, "sweep", "--replicates", "0"],
-        "sweep --noise -0.5": [*CLI, "sweep", "--noise", "-0.5"],
-        "sweep --noise 2": [*CLI, "sweep", "--noise", "2"],
-        "sweep --noise nan": [*CLI, "sweep", "--noise", "nan"],
-        "sweep --concurrency 0": [*CLI, "sweep", "--concurrency", "0"],
+        **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
+            "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
+            "--noise 2", "--noise nan", "--concurrency 0")},
         "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
         "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
         "history -n 0": [*CLI, "history", "-n", "0"],

@@ -93,9 +93,8 @@ def _duration(video: Path) -> float | None:
 
 
 def _renders(manifest: dict) -> list[dict]:
-    return [{"scene": r.get("scene"), "attempt": r.get("attempt"), "ok": r.get("ok"),
-             "kind": r.get("kind"), "cache": r.get("cache"), "seconds": r.get("seconds")}
-            for r in manifest.get("renders", [])]
+    keys = ("scene", "attempt", "ok", "kind", "cache", "seconds")
+    return [{k: r.get(k) for k in keys} for r in manifest.get("renders", [])]
 
 
 def rerun_after_failure(workdir: Path, prompt: str) -> dict:
@@ -105,15 +104,14 @@ def rerun_after_failure(workdir: Path, prompt: str) -> dict:
     again = _film(runs, prompt, max_repairs=1)
 
     def summary(film: dict) -> dict:
-        renders = _renders(film["manifest"])
-        return {"ok": film["ok"], "model_calls": film["manifest"].get("model_calls"),
-                "wall_s": film["wall_s"],
-                "renders": len([r for r in renders if r["cache"] == "miss"]),
-                "rendered_scenes": sorted({r["scene"] for r in renders
-                                           if r["cache"] == "miss"}),
-                "cached_scenes": sorted({r["scene"] for r in renders if r["cache"] == "hit"}),
-                "failed_scenes": [f["scene"] for f in
-                                  film["manifest"].get("failed_scenes", [])]}
+        manifest = film["manifest"]
+        rendered = [r["scene"] for r in _renders(manifest) if r["cache"] == "miss"]
+        return {"ok": film["ok"], "model_calls": manifest.get("model_calls"),
+                "wall_s": film["wall_s"], "renders": len(rendered),
+                "rendered_scenes": sorted(set(rendered)),
+                "cached_scenes": sorted({r["scene"] for r in _renders(manifest)
+                                         if r["cache"] == "hit"}),
+                "failed_scenes": [f["scene"] for f in manifest.get("failed_scenes", [])]}
 
     return {"first": summary(first), "rerun": summary(again),
             "scenes": len(again["manifest"].get("scenes", []))}
@@ -130,8 +128,7 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
     """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
     and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
     a one-formula scene each rendered both ways, alternating."""
-    import mythloop.mythos.sandbox.render as render_module
-    from mythloop.mythos.sandbox import render_pool
+    from mythloop.mythos.sandbox import render, render_pool
 
     tiny = workdir / "tiny_startup.py"
     tiny.write_text(TINY_SCENE)
@@ -141,7 +138,7 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
     def timed_render(path: Path, out: str, **env: str) -> float:
         with patch.dict(os.environ, **env):
             t0 = time.perf_counter()
-            result = render_module.render_scene(path, out_dir=workdir / out, timeout=300)
+            result = render.render_scene(path, out_dir=workdir / out, timeout=300)
             if not result.ok:
                 raise RuntimeError(f"startup probe failed: {result.message}")
             return time.perf_counter() - t0
@@ -301,13 +298,12 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
     the CPU of each render's whole tree as its worker measured it (RenderResult.cpu_s),
     summed over the scenes, and the wall. Against the film's own renders (two at once) and
     plain manim's one process, this splits what the renders cost beyond plain manim."""
-    import mythloop.mythos.sandbox.render as render_module
-    from mythloop.mythos.sandbox import render_pool
+    from mythloop.mythos.sandbox import render, render_pool
 
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
         cpu = wall = 0.0
         for name in scenes:
-            result = render_module.render_scene(scene_file, scene=name, layout=layout,
+            result = render.render_scene(scene_file, scene=name, layout=layout,
                                                 out_dir=workdir / f"split-{tag}-{name}",
                                                 timeout=300)
             if not result.ok or result.cpu_s is None:

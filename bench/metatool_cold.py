@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from common import part_main
-from metatool_ceiling import METATOOL, embedded
-from metatool_ceiling import _hits as ceiling_hits
+from metatool_ceiling import METATOOL, _hits, embedded
 
 from mythloop.router.lexical import BM25
 from mythloop.sweep.config import cold_skill_names
@@ -36,11 +35,6 @@ def _load() -> dict:
         "bodies": [s.body or s.description for s in e["skills"]]}
     CACHE.write_bytes(pickle.dumps(e))
     return e
-
-
-def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    """metatool_ceiling's hit@1 and hit@5."""
-    return {k: v for k, v in ceiling_hits(score, gold).items() if k != "mrr"}
 
 
 def _kept_text(e: dict, kept: list[int]) -> str:

@@ -53,10 +53,6 @@ PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "
 QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
-FULL = {"scale": {"tasks": 1000, "burst_timeout": 300.0},
-        "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
-        "film": {"repeats": 3, "rerun": True}, "overhead": {"n": 200, "repeats": 3},
-        "metatool": {"rounds": 4}, "bad_input": {"repeats": 5}}
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
@@ -150,10 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"--set takes KEY=VALUE, not {bad[0]!r}")
     extra = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
-    sizes = QUICK if args.quick else FULL
     wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
     parts = [p for p in PARTS if p in wanted]
-    kwargs = {name: {**sizes.get(name, {}), **extra} for name in parts}
+    kwargs = {name: {**(QUICK.get(name, {}) if args.quick else {}), **extra} for name in parts}
     for name in parts:  # bad keywords are refused before anything runs or is written
         check(name, kwargs[name])
 

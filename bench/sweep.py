@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -119,13 +120,11 @@ def flow_sweep(config) -> dict:
     return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
 
 
-def _task_runs(results_dir: Path, config_rounds: int, per_turn: bool = False) -> int:
-    """Task runs of one sweep flow run: measure rounds, learning turns (one `learn` task per
-    round for an in-process judge, else one per turn), and the analysis."""
+def _task_runs(results_dir: Path, rounds: int) -> int:
+    """Task runs of one sweep flow run of an in-process judge: per shard and round one to
+    measure and one `learn` task, and the analysis."""
     shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
-    turns = sum(len((d / "turns.jsonl").read_text().splitlines()) for d in shards)
-    learn = turns if per_turn else len(shards) * config_rounds
-    return learn + len(shards) * config_rounds + 1
+    return 2 * len(shards) * rounds + 1
 
 
 def _metrics(results_dir: str) -> dict:
@@ -208,8 +207,8 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
     cmd = [*mythloop_cmd(), "sweep", "--judge", "simulated", "--noise", "0.2",
            "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
            "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
-    env = bench_env(state_dir)
-    result = run_child(cmd, env=env, cwd=REPO, timeout=600, log=workdir / "cli-sweep.log")
+    result = run_child(cmd, env=bench_env(state_dir), cwd=REPO, timeout=600,
+                       log=workdir / "cli-sweep.log")
     if result["returncode"] != 0:
         raise RuntimeError(f"mythloop sweep failed (rc {result['returncode']}): "
                            f"{result['tail'][-600:]}")
@@ -318,8 +317,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
             first_s = first_flow_seconds()
             _note(f"server up in {server['startup_s'] or 0:.1f} s, first flow {first_s:.1f} s")
-            plain_s: list[float] = []
-            flow_s: list[float] = []
+            plain_s, flow_s = [], []
             cpu: dict[str, list[float]] = {"plain_client": [], "flow_client": [],
                                            "flow_server": [], "flow_server_after": []}
             spid = server["server_pid"]
@@ -341,13 +339,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                     cpu["flow_server"].append(process_cpu_s(spid) - s0)
                     cpu["flow_server_after"].append(wait_until_idle(spid))
                 _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
-            latency = None
-            if latency_rounds:
-                if spid:
-                    wait_until_idle(spid)
-                latency = latency_stand_in(workdir, prompts_file, latency_rounds,
-                                           latency_delay_s)
-        task_runs = _task_runs(Path(flowed["results_dir"]), config_rounds=rounds)
+            if latency_rounds and spid:
+                wait_until_idle(spid)
+            latency = latency_stand_in(workdir, prompts_file, latency_rounds,
+                                       latency_delay_s) if latency_rounds else None
+        task_runs = _task_runs(Path(flowed["results_dir"]), rounds)
         same = _metrics(plain["results_dir"]) == _metrics(flowed["results_dir"])
         same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
         cli = []
@@ -356,7 +352,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
             cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
                 "MYTHLOOP_STATE_DIR", workdir / "state"))))
     startup = server["startup_s"]
-    result = {
+    cli_wall = stats([c["wall_s"] for c in cli])
+    peaks = {"bench_process_after_plain": plain_peak, "bench_process_after_flow": peak_rss_mb(),
+             "prefect_server": server.get("server_peak_rss_mb")}
+    cli_peak = max((c["peak_tree_rss_mb"] for c in cli), default=None)
+    return {
         "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
                    "prompts": "in_distribution + null (13); held-out rows left out",
                    "judge": "simulated (noise 0.2)", "repeats": repeats},
@@ -368,20 +368,14 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         "task_runs": task_runs,
         "cpu_s": {name: stats(values) for name, values in cpu.items()},
         "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
-        "peak_rss_mb": {"bench_process_after_plain": plain_peak,
-                        "bench_process_after_flow": peak_rss_mb(),
-                        "prefect_server": server.get("server_peak_rss_mb")},
-        "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
-                "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
+        "peak_rss_mb": peaks,
+        "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
         "latency": latency,
+        # including start-up: the fresh CLI process when run, else start-up + flow
+        "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
+                     (startup or 0.0) + first_s + statistics.median(flow_s),
+                     "peak_rss_mb": cli_peak or max(v for v in peaks.values() if v is not None)},
     }
-    # Headline including start-up: the fresh CLI process when run, else start-up + flow.
-    wall = (result["cli"]["wall_s"]["median"] if cli else
-            (startup or 0.0) + first_s + result["flow_s"]["median"])
-    peak = result["cli"]["peak_tree_rss_mb"] or max(
-        v for v in result["peak_rss_mb"].values() if v is not None)
-    result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
-    return result
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
