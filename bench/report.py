@@ -20,10 +20,7 @@ import records
 
 PAGE = Path(__file__).resolve().parent / "RESULTS.md"
 HISTORY_N = 6
-ORDER = ("router", "scale", "sweep", "film", "sandbox", "overhead", "metatool",
-         "metatool_cold", "c5", "c5_variants", "bad_input", "noise_study", "intervals",
-         "analyze_speed", "film_quality")
-TITLES = {
+TITLES = {  # the parts in the page's order
     "router": "Router ranking (bench/router.py)",
     "scale": "Scale: PostgreSQL, workers, a task burst (bench/scale.py)",
     "sweep": "Sweep: Prefect flow vs plain loop (bench/sweep.py)",
@@ -40,6 +37,7 @@ TITLES = {
     "analyze_speed": "`mythloop analyze` at MetaTool's size (bench/analyze_speed.py)",
     "film_quality": "Film quality: the two replay films (bench/film_quality.py)",
 }
+ORDER = tuple(TITLES)
 NARRATIVE = ("docs/performance.md (the film's speed, the sweep's profile), docs/blend.md "
              "(MetaTool, cold skills, C5), docs/statistics.md (the intervals and their "
              "coverage), docs/sandbox.md (the render sandbox)")
@@ -47,10 +45,8 @@ MODE = {"temporary_server": "no server running (a temporary one starts)",
         "server_up": "`mythloop server` already up"}
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, "==": operator.eq}
 TARGETS = [  # part, figure, target, op, bound
-    ("router", "sizes.skills=80.vectorised", "ranking p50 at 80 skills <= 1 ms", "<=", 1.0),
-    ("router", "sizes.skills=10000.vectorised", "ranking p50 at 10,000 skills <= 5 ms", "<=", 5),
-    ("router", "sizes.skills=100000.vectorised", "ranking p50 at 100,000 skills <= 50 ms",
-     "<=", 50),
+    *[("router", f"sizes.skills={n}.vectorised", f"ranking p50 at {n:,} skills <= {ms} ms", "<=",
+       ms) for n, ms in ((80, 1), (10_000, 5), (100_000, 50))],
     ("router", "sizes.skills=10000.speedup", ">= 20x faster than the per-skill loop at 10k",
      ">=", 20),
     ("router", "sizes.skills=100000.memory_ratio", "memory <= 2x the embedding matrix (100k)",
@@ -132,15 +128,7 @@ def _key(rec: dict) -> tuple:
 
 def latest(recs: list[dict]) -> dict[tuple[str, str], dict]:
     """The latest record of each (part, figure), by date (then file order)."""
-    out: dict[tuple[str, str], dict] = {}
-    for rec in sorted(recs, key=_key):
-        out[(rec["part"], rec["figure"])] = rec
-    return out
-
-
-def _desc(text: str) -> tuple[int, ...]:
-    """A sort key that puts later dates first."""
-    return tuple(-ord(c) for c in text)
+    return {(rec["part"], rec["figure"]): rec for rec in sorted(recs, key=_key)}
 
 
 def _row(cells: list[str]) -> str:
@@ -169,12 +157,9 @@ def history(recs: list[dict]) -> list[str]:
            f"The last {HISTORY_N} commits each was measured at (the latest record per commit).",
            ""]
     for part, figure in HEADLINES:
-        per_commit: dict[str, dict] = {}
-        for rec in sorted((r for r in recs if (r["part"], r["figure"]) == (part, figure)),
-                          key=_key):
-            per_commit.pop(rec.get("commit") or "?", None)
-            per_commit[rec.get("commit") or "?"] = rec
-        rows = list(per_commit.values())[-HISTORY_N:]
+        mine = sorted((r for r in recs if (r["part"], r["figure"]) == (part, figure)), key=_key)
+        per_commit = {r.get("commit") or "?": r for r in mine}  # the latest record of each
+        rows = sorted(per_commit.values(), key=_key)[-HISTORY_N:]
         out += [f"### {part}: {figure}", "", "| value | commit | date | load | run |",
                 "|---|---|---|---|---|"]
         out += [_row([value(r), *where(r), r.get("run", "")]) for r in rows] or ["(no records)"]
@@ -185,10 +170,9 @@ def history(recs: list[dict]) -> list[str]:
 def part_section(part: str, recs: list[dict], last: dict) -> list[str]:
     mine = [r for r in recs if r["part"] == part]
     figures = list(dict.fromkeys(r["figure"] for r in mine))  # first-seen order
-    order = {f: i for i, f in enumerate(figures)}
-    # the latest run's figures first, each run's in the order they were recorded
-    shown = sorted((last[(part, f)] for f in figures),
-                   key=lambda r: (_desc(r.get("date") or ""), order[r["figure"]]))
+    # the latest run's figures first, each run's in the order they were recorded (a stable sort)
+    shown = sorted((last[(part, f)] for f in figures), key=lambda r: r.get("date") or "",
+                   reverse=True)
     runs = list(dict.fromkeys(r.get("run", "") for r in shown))
     by_run = {r.get("run", ""): r for r in shown}
     out = [f"## {TITLES.get(part, part)}", "", f"The latest record of each figure "
