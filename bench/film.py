@@ -248,47 +248,42 @@ def breakdown(run: dict, times: dict) -> dict:
     if not times or times.get("start") is None:
         return {}
     tasks = times["tasks"]
+    for t in tasks:
+        t["s"] = t["end"] - t["start"]
 
-    def named(prefix: str) -> list[dict]:
-        return [t for t in tasks if t["name"].startswith(prefix)]
-
-    def span(items: list[dict]) -> float:
-        return (max(t["end"] for t in items) - min(t["start"] for t in items)) if items else 0.0
-
-    def dur(t: dict) -> float:
-        return t["end"] - t["start"]
+    def total(prefix: str) -> float:
+        return sum(t["s"] for t in tasks if t["name"].startswith(prefix))
 
     stage_names = ("intent", "cartographer", "curriculum", "math-director", "cinematographer",
                    "scene-composer", "codegen")
-    stages = [t for t in tasks if t["name"] in stage_names]
-    codegen_end = max((t["end"] for t in stages), default=times["start"])
+    codegen_end = max((t["end"] for t in tasks if t["name"] in stage_names),
+                      default=times["start"])
     scenes = [t for t in tasks if re.fullmatch(r"scene-\d+", t["name"])]
-    renders = named("render-")
+    renders = [t for t in tasks if t["name"].startswith("render-")]
     failed = {(r["scene"], r["attempt"]) for r in run["manifest"].get("renders", [])
               if not r.get("ok")}
     failed_render = [t for t in renders if "(after repair" not in t["name"]
                      and (int(t["name"].split("-")[2].split()[0]), 0) in failed]
     last_task_end = max(t["end"] for t in tasks) if tasks else times["end"]
-    started, ended = run["started_at"], run["started_at"] + run["wall_s"]
     waits = sorted(max(0.0, t["start"] - codegen_end) for t in scenes)
-    render_sum = sum(dur(t) for t in renders)
-    phase = span(scenes)
+    phase = max(t["end"] for t in scenes) - min(t["start"] for t in scenes) if scenes else 0.0
+    end = times.get("end")
     return {
-        "before_flow_s": times["start"] - started,
+        "before_flow_s": times["start"] - run["started_at"],
         "stages_and_codegen_s": codegen_end - times["start"],
         "scene_phase_s": phase,
-        "renders": [{"task": t["name"], "seconds": round(dur(t), 2)} for t in renders],
-        "render_sum_s": render_sum,
-        "overlap": render_sum / phase if phase else None,
-        "failed_render_s": sum(dur(t) for t in failed_render),
-        "repair_s": sum(dur(t) for t in named("repair-")),
-        "after_repair_render_s": sum(dur(t) for t in renders if "(after repair" in t["name"]),
-        "verify_s": sum(dur(t) for t in named("verify-")),
+        "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
+        "render_sum_s": total("render-"),
+        "overlap": total("render-") / phase if phase else None,
+        "failed_render_s": sum(t["s"] for t in failed_render),
+        "repair_s": total("repair-"),
+        "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
+        "verify_s": total("verify-"),
         "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
-        "stitch_s": sum(dur(t) for t in named("stitch")),
-        "subtitles_and_voice_s": sum(dur(t) for t in named("subtitles-and-voice")),
-        "flow_end_s": times["end"] - last_task_end if times.get("end") else None,
-        "after_flow_s": ended - times["end"] if times.get("end") else None,
+        "stitch_s": total("stitch"),
+        "subtitles_and_voice_s": total("subtitles-and-voice"),
+        "flow_end_s": end - last_task_end if end else None,
+        "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None,
     }
 
 
