@@ -92,13 +92,6 @@ def tree_rss_mb(root: int) -> float:
     return total / 2**20
 
 
-def reap_escaped(token: str) -> int:
-    """Stop processes a child left behind in other sessions (database, workers): TERM, then
-    KILL; how many are still there after that."""
-    procs.kill_marked("MYTHLOOP_BENCH_CHILD", token, grace=10.0)
-    return len(procs.marked_pids("MYTHLOOP_BENCH_CHILD", token))
-
-
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
               meter: CpuMeter | None = None) -> dict:
@@ -132,7 +125,9 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
             break
         time.sleep(0.05)
     wall = time.perf_counter() - t0
-    left = reap_escaped(token)
+    # what it left behind in other sessions (database, workers): TERM, then KILL
+    procs.kill_marked("MYTHLOOP_BENCH_CHILD", token, grace=10.0)
+    left = len(procs.marked_pids("MYTHLOOP_BENCH_CHILD", token))
     proc.returncode = os.waitstatus_to_exitcode(status)
     if log:
         out.close()
@@ -164,10 +159,9 @@ class CpuMeter:
         self.path: Path | None = None
         self.file, self.scale, self.method = "", 0.0, "wait4 (reaped descendants only)"
         for root, file, scale in self._ROOTS:
-            base = Path(root)
-            if not (base / "cgroup.procs").is_file():
+            path = Path(root) / f"mythloop-bench-{name}-{uuid.uuid4().hex[:8]}"
+            if not (path.parent / "cgroup.procs").is_file():
                 continue
-            path = base / f"mythloop-bench-{name}-{uuid.uuid4().hex[:8]}"
             try:
                 path.mkdir()
             except OSError:
@@ -191,9 +185,8 @@ class CpuMeter:
             return None
         text = (self.path / self.file).read_text()
         if self.file == "cpu.stat":
-            fields = dict(line.split() for line in text.splitlines() if line.strip())
-            return int(fields["usage_usec"]) * self.scale
-        return int(text.strip()) * self.scale
+            text = dict(line.split() for line in text.splitlines() if line.strip())["usage_usec"]
+        return int(text) * self.scale
 
     def __enter__(self) -> CpuMeter:
         return self
@@ -207,8 +200,7 @@ class CpuMeter:
             return
         for _ in range(50):
             try:
-                self.path.rmdir()
-                return
+                return self.path.rmdir()
             except FileNotFoundError:
                 return
             except OSError:
@@ -279,9 +271,7 @@ def loadavg() -> list[float]:
 
 def bench_env(state_dir: Path) -> dict[str, str]:
     """Environment for a bench child: its own state and Prefect home, offline models, quiet logs."""
-    env = dict(os.environ)
-    for name in ("PREFECT_API_URL", "PREFECT_API_KEY"):
-        env.pop(name, None)
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_API_KEY")}
     env.update({
         "MYTHLOOP_STATE_DIR": str(state_dir),
         "PREFECT_HOME": str(state_dir / "prefect"),
