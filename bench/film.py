@@ -436,7 +436,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
                if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
     film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
     reference = {
-        "pairs": len(triples), "loads": [u["quiet"]["load1"] for u in uncached_runs],
+        "pairs": len(triples),
         "plain_uncached_s": stats(uncached_s), "plain_uncached_cpu_s": stats(uncached_cpu),
         "film_over_plain_uncached": ratio_stats(film_u, uncached_s),
         "cpu_over_plain_uncached": ratio_stats(film_u_cpu, uncached_cpu),
@@ -444,8 +444,6 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     return {
         "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
         "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
-        "loads": [[f["quiet"]["load1"], p["quiet"]["load1"]] for f, p in zip(films, plains,
-                                                                            strict=True)],
         "server_startup_s": server.startup_s if server else None,
         "film_s": stats(film_s), "plain_manim_s": stats(plain_s),
         "film_over_plain": ratio_stats(film_s, plain_s),

@@ -87,9 +87,8 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
         child = run_child(cmd, env=env, cwd=REPO, timeout=limit, log=workdir / f"{name}.log",
                           meter=meter)
     result = json.loads(out.read_text()) if out.exists() else {}
-    result.update({"harness": {"wall_s": child["wall_s"], "cpu_s": child["cpu_s"],
-                               "peak_tree_rss_mb": child["peak_tree_rss_mb"],
-                               "cpu_method": child["cpu_method"]},
+    harness = {k: child[k] for k in ("wall_s", "cpu_s", "peak_tree_rss_mb", "cpu_method")}
+    result.update({"harness": harness,
                    "load_before": load_before, "load_after": loadavg(), "started": started})
     if child["timed_out"]:
         result["error"] = f"ran past its {limit:.0f} s limit and was stopped"
@@ -155,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     state = REPO / ".mythloop" / "bench"
     state.mkdir(parents=True, exist_ok=True)
     prefect_home = Path(tempfile.mkdtemp(prefix="mythloop-bench-prefect-"))
-    env = bench_env(state)
-    env["PREFECT_HOME"] = str(prefect_home)
+    env = {**bench_env(state), "PREFECT_HOME": str(prefect_home)}
     cores = len(os.sched_getaffinity(0))
     quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if args.quick else 300)
     machine = machine_info()
