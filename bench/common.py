@@ -302,6 +302,11 @@ def mythloop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
+def note(part: str, message: str) -> None:
+    """A progress line on stderr (stdout is captured while flows run)."""
+    print(f"[bench {part}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
 def part_main(name: str) -> int:
     """`python bench/<name>.py [--set KEY=VALUE ...]`: the part, run by the harness
     (bench/run_all.py --only NAME), which records its figures and regenerates the page."""

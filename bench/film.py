@@ -29,6 +29,7 @@ from common import (
     CpuMeter,
     bench_env,
     mythloop_cmd,
+    note,
     part_main,
     ratio_stats,
     repo_on_path,
@@ -375,11 +376,6 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
-def _say(line: str) -> None:
-    """A progress line on stderr."""
-    print(line, file=sys.stderr, flush=True)
-
-
 def _film_cpu(film: dict) -> float:
     """A film run's CPU seconds, with the server's share when a server was up."""
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
@@ -406,7 +402,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
         for i in range(repeats):
             for kind in list(runs)[:3 if uncached else 2]:
                 quiet = wait_for_quiet(quiet_load, quiet_wait_s)
-                _say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
+                note("film", f"{mode} pair {i + 1}/{repeats}: {kind} "
                      f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
                 with CpuMeter(kind) as meter:
                     if kind == "film":
@@ -472,7 +468,7 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
         wait_for_quiet(quiet_load, quiet_wait_s)
-        _say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
+        note("film", f"{mode}: the film without --render ({i + 1}/{repeats})")
         with CpuMeter("no-render") as meter:
             run = _film_run(server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
                             workdir / f"film-{mode}-norender-{i}.log", render=False)
@@ -550,14 +546,14 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         manifest = first["films"][-1]["manifest"]
         split = rerun_result = startup = formulas = None
         if probe:
-            _say("[bench film] the final scenes one at a time, with and without the layout "
+            note("film", "the final scenes one at a time, with and without the layout "
                  "probe (what each render costs beyond plain manim)")
             split = render_split(Path(manifest["scene_file"]),
                                  [s["name"] for s in manifest["scenes"]], workdir)
         for r in results.values():
             r["cpu_split"] = _cpu_split(r, split)
         if rerun:
-            _say("[bench film] the rerun after a failed scene; start-up and LaTeX per render")
+            note("film", "the rerun after a failed scene; start-up and LaTeX per render")
             stack.enter_context(prefect_server(start_server))
             with contextlib.redirect_stdout(io.StringIO()):
                 rerun_result = rerun_after_failure(workdir, prompt)

@@ -24,6 +24,7 @@ from common import (
     REPO,
     bench_env,
     mythloop_cmd,
+    note,
     part_main,
     peak_rss_mb,
     process_cpu_s,
@@ -172,20 +173,16 @@ def _drain_workers() -> None:
     from prefect.logging.handlers import APILogWorker
 
     for worker in (APILogWorker, EventsWorker):
-        try:
+        with contextlib.suppress(Exception):  # a courtesy at shutdown: never fail over it
             worker.drain_all(timeout=5)
-        except Exception:  # a courtesy at shutdown; never fail the benchmark over it
-            pass
 
 
 def _vm_hwm_mb(pid: int) -> float | None:
     """Peak RSS (VmHWM) of a live process, MiB."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
     return None
 
 
@@ -259,7 +256,7 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
             runs[n] = {"wall_s": wall, "turns_s": _turn_phase_s(Path(result["results_dir"])),
                        "failed_turns": result["failed_turns"],
                        "metrics": _metrics(result["results_dir"])}
-            _note(f"latency stand-in --concurrency {n}: {wall:.1f} s "
+            note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
                   f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
     return {
@@ -269,11 +266,6 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
         "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
         "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values()),
     }
-
-
-def _note(message: str) -> None:
-    """A progress line on stderr (stdout is captured while flows run)."""
-    print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
 def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
@@ -313,10 +305,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         t0 = time.perf_counter()
         warm = plain_sweep(config())
         warmup_s = time.perf_counter() - t0
-        _note(f"warm-up plain run {warmup_s:.1f} s")
+        note("sweep", f"warm-up plain run {warmup_s:.1f} s")
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
             first_s = first_flow_seconds()
-            _note(f"server up in {server['startup_s'] or 0:.1f} s, first flow {first_s:.1f} s")
+            note("sweep", f"server up in {server['startup_s'] or 0:.1f} s, "
+                 f"first flow {first_s:.1f} s")
             plain_s, flow_s = [], []
             cpu: dict[str, list[float]] = {"plain_client": [], "flow_client": [],
                                            "flow_server": [], "flow_server_after": []}
@@ -338,7 +331,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 if s0 is not None:
                     cpu["flow_server"].append(process_cpu_s(spid) - s0)
                     cpu["flow_server_after"].append(wait_until_idle(spid))
-                _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+                note("sweep", f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
             if latency_rounds and spid:
                 wait_until_idle(spid)
             latency = latency_stand_in(workdir, prompts_file, latency_rounds,
@@ -348,7 +341,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
         cli = []
         for _ in range(cli_repeats):
-            _note("mythloop sweep in a fresh process ...")
+            note("sweep", "mythloop sweep in a fresh process ...")
             cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
                 "MYTHLOOP_STATE_DIR", workdir / "state"))))
     startup = server["startup_s"]
