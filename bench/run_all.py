@@ -6,16 +6,10 @@ figures appended to bench/records/ as records, then bench/RESULTS.md regenerated
     python bench/run_all.py --only film --set repeats=3 --set rerun=false
     python bench/intervals.py --set sims=400       # the same: a part's own script runs it here
 
-Default parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
-/work/shared/benchmarks), bad_input. On demand: scale (the PostgreSQL stack) and the studies
-(intervals, noise_study, analyze_speed, metatool_cold, metatool_ceiling,
-metatool_replica, pool_traps, fixture_study, film_quality, c5_variants). A keyword a part's
-run() does not take, or one its check() refuses, is refused in one line before anything runs.
-Each child gets its own state and Prefect home, offline models and quiet logs; the harness
-measures its wall time, the CPU of its whole process tree (a cgroup where one can be made),
-the tree's peak memory, and the load average before and after, and waits first for the load
-to fall below the cores (`--quiet-wait`; a part that started busy is marked so on the page).
-A part that fails or runs out of time writes no record; the others still run.
+Default parts: DEFAULT_PARTS; the others (PARTS) on demand. What the harness measures of each
+child: docs/performance.md, "How each part measures". A keyword a part's run() does not take,
+or one its check() refuses, is refused in one line before anything runs. A part that fails or
+runs out of time writes no record; the others still run.
 """
 
 from __future__ import annotations
