@@ -302,6 +302,18 @@ def mythloop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
+def sweep_cli(args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
+              timeout: float = 3600) -> dict:
+    """`mythloop sweep ARGS` in a child process, as a user runs it (run_child's measures); a
+    failure raises with the end of its output."""
+    child = run_child([*mythloop_cmd(), "sweep", *args], env=env, cwd=REPO, timeout=timeout,
+                      log=log)
+    if child["returncode"] != 0:
+        raise RuntimeError(f"mythloop sweep failed (exit {child['returncode']}): "
+                           f"{child['tail'][-800:]}")
+    return child
+
+
 def note(part: str, message: str) -> None:
     """A progress line on stderr (stdout is captured while flows run)."""
     print(f"[bench {part}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)

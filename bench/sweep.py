@@ -23,15 +23,14 @@ from unittest.mock import patch
 from common import (
     REPO,
     bench_env,
-    mythloop_cmd,
     note,
     part_main,
     peak_rss_mb,
     process_cpu_s,
     ratio_stats,
     repo_on_path,
-    run_child,
     stats,
+    sweep_cli,
     wait_until_idle,
 )
 
@@ -61,29 +60,31 @@ def seed_config(results_dir: Path, prompts_file: Path, rounds: int = 6):
                        results_dir=results_dir)
 
 
+def open_condition_run(config, cond: str, replicate: int, results_dir: Path):
+    """The sweep's ConditionRun of COND, opened (store, router), as the flow makes it."""
+    from mythloop.sweep import ConditionRun, load_prompts
+    from mythloop_flows.feedback_loop import _catalog, _embedder
+
+    prompts, base_seed = load_prompts(config.resolved_prompts_file())
+    run = ConditionRun(config=config, cond=cond, replicate=replicate, results_dir=results_dir,
+                       catalog=_catalog(config.resolved_pool()), prompts=prompts,
+                       base_seed=config.seed if config.seed is not None else base_seed,
+                       embedder=_embedder(config.embedder))
+    run.open()
+    return run
+
+
 def plain_sweep(config) -> dict:
     """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
     from mythloop.analysis import analyze
     from mythloop.fileio import write_json_atomic
-    from mythloop.sweep import ConditionRun, load_prompts
-    from mythloop_flows.feedback_loop import (
-        _catalog,
-        _contract,
-        _embedder,
-        _is_timeout,
-        _prepare_results_dir,
-    )
+    from mythloop_flows.feedback_loop import _contract, _is_timeout, _prepare_results_dir
 
     results_dir = _prepare_results_dir(config)
     failed = 0
     for replicate in range(1, config.replicates + 1):
         for cond in config.conditions:
-            prompts, base_seed = load_prompts(config.resolved_prompts_file())
-            run = ConditionRun(config=config, cond=cond, replicate=replicate,
-                               results_dir=results_dir, catalog=_catalog(config.resolved_pool()),
-                               prompts=prompts, base_seed=config.seed if config.seed is not None
-                               else base_seed, embedder=_embedder(config.embedder))
-            run.open()
+            run = open_condition_run(config, cond, replicate, results_dir)
             contract = _contract()
             done = set(run.completed_rounds())
             try:
@@ -201,15 +202,10 @@ def first_flow_seconds() -> float:
 
 def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    cmd = [*mythloop_cmd(), "sweep", "--judge", "simulated", "--noise", "0.2",
-           "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
-           "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
-    result = run_child(cmd, env=bench_env(state_dir), cwd=REPO, timeout=600,
-                       log=workdir / "cli-sweep.log")
-    if result["returncode"] != 0:
-        raise RuntimeError(f"mythloop sweep failed (rc {result['returncode']}): "
-                           f"{result['tail'][-600:]}")
-    return result
+    args = ["--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds), "--replicates",
+            "1", "--prompts", str(prompts_file), "--results-dir",
+            str(workdir / f"cli-{time.time_ns()}")]
+    return sweep_cli(args, env=bench_env(state_dir), log=workdir / "cli-sweep.log", timeout=600)
 
 
 def _fake_gemini(workdir: Path) -> Path:
