@@ -54,8 +54,8 @@ def _film(runs_dir: Path, prompt: str, render: bool = True, **options) -> dict:
                           runs_dir=runs_dir, **options)
     t0 = time.perf_counter()
     state = film(request, return_state=True)
-    wall = time.perf_counter() - t0
-    return {"wall_s": wall, "ok": state.is_completed(), "manifest": _manifest(runs_dir)}
+    return {"wall_s": time.perf_counter() - t0, "ok": state.is_completed(),
+            "manifest": _manifest(runs_dir)}
 
 
 def _manifest(runs_dir: Path) -> dict:
@@ -70,16 +70,16 @@ def plain_manim(scene_file: Path, scene: str, workdir: Path,
     dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = run_child([sys.executable, "-m", "manim", "-ql", *extra,
-                            "scene.py", scene], cwd=Path(tmp), env=dict(os.environ),
-                           timeout=900, log=workdir / "plain-manim.log", meter=meter)
+        result = run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
+                           cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
+                           meter=meter)
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
         videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
                   and (scene == "-a" or v.stem == scene)]
         durations = [_duration(v) for v in videos]
-        result["videos"] = len(videos)
-        result["duration_s"] = (sum(durations) if videos and None not in durations else None)
+        known = bool(videos) and None not in durations
+        result.update(videos=len(videos), duration_s=sum(durations) if known else None)
     return result
 
 
@@ -496,10 +496,9 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
     import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
     with Prefect in the loop."""
     out = {k: stats(v) for k, v in floor.items() if v}
-    least_parts = [out[k]["median"] for k in ("no_render_film_cpu_s", "import_manim_cpu_s")
-                   if k in out]
-    if plain_cpu and len(least_parts) == 2:
-        least = plain_cpu + least_parts[0] + least_parts[1]
+    if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
+        least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
+                 + out["import_manim_cpu_s"]["median"])
         out["least_film_cpu_s"] = round(least, 2)
         out["least_cpu_ratio"] = round(least / plain_cpu, 3)
         if film_cpu is not None:  # what the renders cost beyond plain manim's, and the rest
@@ -510,11 +509,8 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
 def _median_breakdown(breakdowns: list[dict]) -> dict:
     keys = [k for k, v in (breakdowns[0] if breakdowns else {}).items()
             if isinstance(v, int | float) or v is None]
-    out = {}
-    for key in keys:
-        values = [b[key] for b in breakdowns if b.get(key) is not None]
-        out[key] = statistics.median(values) if values else None
-    return out
+    values = {k: [b[k] for b in breakdowns if b.get(k) is not None] for k in keys}
+    return {k: statistics.median(v) if v else None for k, v in values.items()}
 
 
 def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
