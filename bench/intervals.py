@@ -95,20 +95,19 @@ def alternatives(rate: float, reps: int, sims: int, *, resamples: int = 1000,
             "t over replicate means": float(trep / sims) if reps >= 3 else None}
 
 
-def table(sims: int, *, rates=RATES, replicates=REPLICATES, effects=EFFECTS,
-          shared_reps=(3, 5)) -> dict[str, float]:
+def table(sims: int) -> dict[str, float]:
     out: dict[str, float] = {}
-    for rate in rates:
-        for reps in replicates:
-            for effect in effects:
+    for rate in RATES:
+        for reps in REPLICATES:
+            for effect in EFFECTS:
                 c = coverage(rate, reps, effect, sims)
-                if effect == effects[0]:
+                if effect == EFFECTS[0]:
                     out[f"level rate={rate} reps={reps}"] = c["level"]
                 out[f"difference effect={effect:+g} rate={rate} reps={reps}"] = c["difference"]
-        for reps in shared_reps:
-            c = coverage(rate, reps, effects[-1], sims, shared=True)
+        for reps in (3, 5):  # judge noise shared by a replicate's prompts
+            c = coverage(rate, reps, EFFECTS[-1], sims, shared=True)
             out[f"shared level rate={rate} reps={reps}"] = c["level"]
-            out[f"shared difference effect={effects[-1]:+g} rate={rate} reps={reps}"] = \
+            out[f"shared difference effect={EFFECTS[-1]:+g} rate={rate} reps={reps}"] = \
                 c["difference"]
     return out
 
