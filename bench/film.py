@@ -24,20 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from unittest.mock import patch
 
+import common
 import psutil
-from common import (
-    CpuMeter,
-    bench_env,
-    mythloop_cmd,
-    note,
-    part_main,
-    ratio_stats,
-    repo_on_path,
-    run_child,
-    stats,
-    wait_for_quiet,
-    wait_until_idle,
-)
 
 from mythloop import procs
 
@@ -65,14 +53,14 @@ def _manifest(runs_dir: Path) -> dict:
 
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
-                meter: CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
+                meter: common.CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
     """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp
     dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
-                           cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
-                           meter=meter)
+        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
+                                  cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
+                                  meter=meter)
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
         videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
@@ -158,21 +146,21 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
         rows["warm_formula_hit_s"].append(timed_render(warm_formula, f"warm-formula-{i}"))
     render_pool.shutdown()
     med = {k: statistics.median(v) for k, v in rows.items()}
-    return {**{k: stats(v) for k, v in rows.items()},
+    return {**{k: common.stats(v) for k, v in rows.items()},
             "startup_before_s": med["cold_tiny_s"], "startup_after_s": med["warm_tiny_s"],
             "latex_before_s": med["cold_formula_s"] - med["cold_tiny_s"],
             "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
 
 
-def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Path,
+def film_cli(prompt: str, state: Path, runs_dir: Path, meter: common.CpuMeter, log: Path,
              render: bool = True) -> dict:
     """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
     CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
     without --render (stages, codegen and verify: what the DAG costs without its renders)."""
     rendering = ["--render"] if render else []
-    cmd = [*mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
+    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
            "--fresh", "--runs-dir", str(runs_dir)]
-    result = run_child(cmd, env=bench_env(state), timeout=900, log=log, meter=meter)
+    result = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
     if result["returncode"] != 0:
         raise RuntimeError(f"the film command failed (exit {result['returncode']}): "
                            f"{result['tail'][-800:]}")
@@ -184,11 +172,11 @@ class _Server:
     """`mythloop server` for a state folder, in a CPU meter of its own (the server-up mode)."""
 
     def __init__(self, state: Path, log: Path) -> None:
-        self.meter = CpuMeter("server")
+        self.meter = common.CpuMeter("server")
         t0 = time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
-            self.proc = procs.start_session(self.meter.wrap([*mythloop_cmd(), "server"]),
-                                            env=bench_env(state), stdout=out,
+            self.proc = procs.start_session(self.meter.wrap([*common.mythloop_cmd(), "server"]),
+                                            env=common.bench_env(state), stdout=out,
                                             stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 240
         while "Prefect server ready." not in log.read_text(encoding="utf-8", errors="replace"):
@@ -213,7 +201,7 @@ def _film_run(server: _Server | None, *args, **kwargs) -> dict:
     before = server.meter.seconds() if server else None
     run = film_cli(*args, **kwargs)
     if server:
-        wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
+        common.wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
         after = server.meter.seconds()
         run["server_cpu_s"] = None if after is None or before is None else after - before
     return run
@@ -320,7 +308,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
                 rows[f"{key}_cpu_s"].append(cpu)
                 rows[f"{key}_s"].append(wall)
     render_pool.shutdown()
-    return {**{k: stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
+    return {**{k: common.stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
             "probe_cpu_s": round(statistics.median(rows["with_probe_cpu_s"])
                                  - statistics.median(rows["without_probe_cpu_s"]), 2)}
 
@@ -332,10 +320,10 @@ def _render_cpu(films: list[dict]) -> dict:
         return sum(r.get("cpu_s") or 0.0 for r in film["manifest"].get("renders", [])
                    if bool(r.get("ok")) is ok and r.get("cache") == "miss")
 
-    return {"ok_renders_cpu_s": stats([summed(f, True) for f in films]),
-            "failed_renders_cpu_s": stats([summed(f, False) for f in films]),
-            "worker_startup_cpu_s": stats([(f["manifest"].get("warm_workers") or {})
-                                           .get("startup_cpu_s") or 0.0 for f in films]),
+    return {"ok_renders_cpu_s": common.stats([summed(f, True) for f in films]),
+            "failed_renders_cpu_s": common.stats([summed(f, False) for f in films]),
+            "worker_startup_cpu_s": common.stats([(f["manifest"].get("warm_workers") or {})
+                                                  .get("startup_cpu_s") or 0.0 for f in films]),
             "workers_started": [(f["manifest"].get("warm_workers") or {}).get("started")
                                 for f in films]}
 
@@ -401,10 +389,10 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     try:
         for i in range(repeats):
             for kind in list(runs)[:3 if uncached else 2]:
-                quiet = wait_for_quiet(quiet_load, quiet_wait_s)
-                note("film", f"{mode} pair {i + 1}/{repeats}: {kind} "
-                     f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
-                with CpuMeter(kind) as meter:
+                quiet = common.wait_for_quiet(quiet_load, quiet_wait_s)
+                common.note("film", f"{mode} pair {i + 1}/{repeats}: {kind} "
+                            f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
+                with common.CpuMeter(kind) as meter:
                     if kind == "film":
                         run = _film_run(server, prompt, state, workdir / f"runs-{mode}-{i}",
                                         meter, workdir / f"film-{mode}-{i}.log")
@@ -433,20 +421,21 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
     reference = {
         "pairs": len(triples),
-        "plain_uncached_s": stats(uncached_s), "plain_uncached_cpu_s": stats(uncached_cpu),
-        "film_over_plain_uncached": ratio_stats(film_u, uncached_s),
-        "cpu_over_plain_uncached": ratio_stats(film_u_cpu, uncached_cpu),
+        "plain_uncached_s": common.stats(uncached_s),
+        "plain_uncached_cpu_s": common.stats(uncached_cpu),
+        "film_over_plain_uncached": common.ratio_stats(film_u, uncached_s),
+        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu),
     } if triples else None
     return {
         "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
         "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
         "server_startup_s": server.startup_s if server else None,
-        "film_s": stats(film_s), "plain_manim_s": stats(plain_s),
-        "film_over_plain": ratio_stats(film_s, plain_s),
-        "film_cpu_s": stats(film_cpu), "plain_cpu_s": stats(plain_cpu),
-        "server_cpu_s": stats([f["server_cpu_s"] for f, _ in used
-                               if f.get("server_cpu_s") is not None]),
-        "cpu_over_plain": ratio_stats(film_cpu, plain_cpu),
+        "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
+        "film_over_plain": common.ratio_stats(film_s, plain_s),
+        "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
+        "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
+                                      if f.get("server_cpu_s") is not None]),
+        "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
         "cpu_method": films[-1]["cpu_method"] if films else None,
         "render_cpu": _render_cpu([f for f, _ in used]),
         "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
@@ -467,27 +456,27 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
-        wait_for_quiet(quiet_load, quiet_wait_s)
-        note("film", f"{mode}: the film without --render ({i + 1}/{repeats})")
-        with CpuMeter("no-render") as meter:
+        common.wait_for_quiet(quiet_load, quiet_wait_s)
+        common.note("film", f"{mode}: the film without --render ({i + 1}/{repeats})")
+        with common.CpuMeter("no-render") as meter:
             run = _film_run(server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
                             workdir / f"film-{mode}-norender-{i}.log", render=False)
         runs["no_render_film_cpu_s"].append(_film_cpu(run))
         runs["no_render_film_s"].append(run["wall_s"])
-        wait_for_quiet(quiet_load, quiet_wait_s)
+        common.wait_for_quiet(quiet_load, quiet_wait_s)
         runs["import_manim_cpu_s"].append(_import_cpu_s("manim"))
         if server is None:
-            wait_for_quiet(quiet_load, quiet_wait_s)
+            common.wait_for_quiet(quiet_load, quiet_wait_s)
             runs["import_prefect_server_cpu_s"].append(
-                _import_cpu_s("prefect.server.api.server", bench_env(state)))
+                _import_cpu_s("prefect.server.api.server", common.bench_env(state)))
     return runs
 
 
 def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
     """CPU seconds of `python -c "import MODULE"` in a process of its own."""
-    with CpuMeter("import-" + module.replace(".", "-")) as meter:
-        return run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
-                         meter=meter)["cpu_s"]
+    with common.CpuMeter("import-" + module.replace(".", "-")) as meter:
+        return common.run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
+                                meter=meter)["cpu_s"]
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
@@ -495,7 +484,7 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
     plain manim's one process does: plain + the film without --render + one more manim
     import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
     with Prefect in the loop."""
-    out = {k: stats(v) for k, v in floor.items() if v}
+    out = {k: common.stats(v) for k, v in floor.items() if v}
     if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
         least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
                  + out["import_manim_cpu_s"]["median"])
@@ -524,7 +513,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     (half the cores by default; a wait of at most QUIET_WAIT_S, and the run says when it
     could not get one). The ratio is the median over quiet pairs only, when there are any.
     """
-    repo_on_path()
+    common.repo_on_path()
     from sweep import prefect_server
 
     from mythloop.mythos.sandbox import formula_cache
@@ -542,14 +531,14 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         manifest = first["films"][-1]["manifest"]
         split = rerun_result = startup = formulas = None
         if probe:
-            note("film", "the final scenes one at a time, with and without the layout "
-                 "probe (what each render costs beyond plain manim)")
+            common.note("film", "the final scenes one at a time, with and without the layout "
+                        "probe (what each render costs beyond plain manim)")
             split = render_split(Path(manifest["scene_file"]),
                                  [s["name"] for s in manifest["scenes"]], workdir)
         for r in results.values():
             r["cpu_split"] = _cpu_split(r, split)
         if rerun:
-            note("film", "the rerun after a failed scene; start-up and LaTeX per render")
+            common.note("film", "the rerun after a failed scene; start-up and LaTeX per render")
             stack.enter_context(prefect_server(start_server))
             with contextlib.redirect_stdout(io.StringIO()):
                 rerun_result = rerun_after_failure(workdir, prompt)
@@ -565,9 +554,9 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                   for m, r in results.items()},
         "breakdown_median": {m: _median_breakdown(r["breakdowns"]) for m, r in results.items()},
         "renders": renders,
-        "failed_render_s": stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
-                                  for rs in renders]),
-        "scene_render_sum_s": stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
+        "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
+                                         for rs in renders]),
+        "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
         "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
                                 "duration_s": s["duration"], "attempts": s["attempts"]}
                                for s in manifest.get("scenes", [])],
@@ -591,4 +580,4 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
-    sys.exit(part_main("film"))
+    sys.exit(common.part_main("film"))

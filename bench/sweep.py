@@ -20,23 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from unittest.mock import patch
 
-from common import (
-    REPO,
-    bench_env,
-    note,
-    part_main,
-    peak_rss_mb,
-    process_cpu_s,
-    ratio_stats,
-    repo_on_path,
-    stats,
-    sweep_cli,
-    wait_until_idle,
-)
+import common
 
 from mythloop.fileio import write_text_atomic
 
-FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
+FAKE_GEMINI = common.REPO / "tests" / "fakes" / "gemini"
 
 
 def seed_prompts_file(dst: Path) -> Path:
@@ -205,7 +193,8 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
     args = ["--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds), "--replicates",
             "1", "--prompts", str(prompts_file), "--results-dir",
             str(workdir / f"cli-{time.time_ns()}")]
-    return sweep_cli(args, env=bench_env(state_dir), log=workdir / "cli-sweep.log", timeout=600)
+    return common.sweep_cli(args, env=common.bench_env(state_dir), log=workdir / "cli-sweep.log",
+                            timeout=600)
 
 
 def _fake_gemini(workdir: Path) -> Path:
@@ -237,7 +226,7 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     exe = _fake_gemini(workdir)
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    path = os.pathsep.join(p for p in (str(common.REPO), os.environ.get("PYTHONPATH")) if p)
     fake = {"FAKE_MODE": "judge", "FAKE_DELAY": f"{delay_s:g}", "PYTHONPATH": path}
     runs = {}
     with patch.dict(os.environ, fake):
@@ -252,7 +241,7 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
             runs[n] = {"wall_s": wall, "turns_s": _turn_phase_s(Path(result["results_dir"])),
                        "failed_turns": result["failed_turns"],
                        "metrics": _metrics(result["results_dir"])}
-            note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
+            common.note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
                   f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
     return {
@@ -285,7 +274,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         profile: str | None = None) -> dict:
     """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
     flow run, written there."""
-    repo_on_path()
+    common.repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sweep-")))
@@ -301,11 +290,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         t0 = time.perf_counter()
         warm = plain_sweep(config())
         warmup_s = time.perf_counter() - t0
-        note("sweep", f"warm-up plain run {warmup_s:.1f} s")
+        common.note("sweep", f"warm-up plain run {warmup_s:.1f} s")
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
             first_s = first_flow_seconds()
-            note("sweep", f"server up in {server['startup_s'] or 0:.1f} s, "
-                 f"first flow {first_s:.1f} s")
+            common.note("sweep", f"server up in {server['startup_s'] or 0:.1f} s, "
+                        f"first flow {first_s:.1f} s")
             plain_s, flow_s = [], []
             cpu: dict[str, list[float]] = {"plain_client": [], "flow_client": [],
                                            "flow_server": [], "flow_server_after": []}
@@ -313,23 +302,23 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
             plain_peak = None
             for _ in range(repeats):
                 if spid:  # the server's backlog of the previous flow is not the loop's cost
-                    wait_until_idle(spid)
+                    common.wait_until_idle(spid)
                 c0, t0 = time.process_time(), time.perf_counter()
                 plain = plain_sweep(config())
                 plain_s.append(time.perf_counter() - t0)
                 cpu["plain_client"].append(time.process_time() - c0)
-                plain_peak = plain_peak or peak_rss_mb()  # before any flow ran in this process
-                s0 = process_cpu_s(spid) if spid else None
+                plain_peak = plain_peak or common.peak_rss_mb()  # before any flow ran here
+                s0 = common.process_cpu_s(spid) if spid else None
                 c0, t0 = time.process_time(), time.perf_counter()
                 flowed = flow_sweep(config())
                 flow_s.append(time.perf_counter() - t0)
                 cpu["flow_client"].append(time.process_time() - c0)
                 if s0 is not None:
-                    cpu["flow_server"].append(process_cpu_s(spid) - s0)
-                    cpu["flow_server_after"].append(wait_until_idle(spid))
-                note("sweep", f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+                    cpu["flow_server"].append(common.process_cpu_s(spid) - s0)
+                    cpu["flow_server_after"].append(common.wait_until_idle(spid))
+                common.note("sweep", f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
             if latency_rounds and spid:
-                wait_until_idle(spid)
+                common.wait_until_idle(spid)
             latency = latency_stand_in(workdir, prompts_file, latency_rounds,
                                        latency_delay_s) if latency_rounds else None
         task_runs = _task_runs(Path(flowed["results_dir"]), rounds)
@@ -337,12 +326,13 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 == _metrics(flowed["results_dir"]))
         cli = []
         for _ in range(cli_repeats):
-            note("sweep", "mythloop sweep in a fresh process ...")
+            common.note("sweep", "mythloop sweep in a fresh process ...")
             cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
                 "MYTHLOOP_STATE_DIR", workdir / "state"))))
     startup = server["startup_s"]
-    cli_wall = stats([c["wall_s"] for c in cli])
-    peaks = {"bench_process_after_plain": plain_peak, "bench_process_after_flow": peak_rss_mb(),
+    cli_wall = common.stats([c["wall_s"] for c in cli])
+    peaks = {"bench_process_after_plain": plain_peak,
+             "bench_process_after_flow": common.peak_rss_mb(),
              "prefect_server": server.get("server_peak_rss_mb")}
     cli_peak = max((c["peak_tree_rss_mb"] for c in cli), default=None)
     return {
@@ -351,11 +341,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                    "judge": "simulated (noise 0.2)", "repeats": repeats},
         "warmup_plain_s": warmup_s,
         "prefect_startup_s": startup, "first_flow_s": first_s,
-        "plain_s": stats(plain_s), "flow_s": stats(flow_s),
-        "flow_over_plain": ratio_stats(flow_s, plain_s),
+        "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
+        "flow_over_plain": common.ratio_stats(flow_s, plain_s),
         "same_metrics": same,
         "task_runs": task_runs,
-        "cpu_s": {name: stats(values) for name, values in cpu.items()},
+        "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
         "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
         "peak_rss_mb": peaks,
         "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
@@ -368,4 +358,4 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
-    sys.exit(part_main("sweep"))
+    sys.exit(common.part_main("sweep"))
