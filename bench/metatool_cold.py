@@ -156,17 +156,16 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     for cond, rounds in metrics["per_round"].items():
         if conds and cond not in conds:
             continue
-        rows = []
+        out[cond] = []
         for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0])):
+            split = "heldout_warm.hit@1" in s  # else no skill held back: every prompt is warm
             row = {"round": int(r)}
-            for part in ("warm", "cold"):
+            for part in ("warm", "cold") if split else ("warm",):
                 for k in ("hit@1", "hit@5"):
-                    # no skill held back: every held-out prompt is warm
-                    key = f"heldout_{part}.{k}" if "heldout_warm.hit@1" in s else f"heldout.{k}"
-                    if key in s and (part == "warm" or "heldout_warm.hit@1" in s):
+                    key = f"heldout_{part}.{k}" if split else f"heldout.{k}"
+                    if key in s:
                         row[f"{part} {k}"] = round(s[key]["mean"], 3)
-            rows.append(row)
-        out[cond] = rows
+            out[cond].append(row)
     return out
 
 
