@@ -37,16 +37,6 @@ def _load() -> dict:
     return e
 
 
-def _kept_text(e: dict, kept: list[int]) -> str:
-    return " ".join(e["train_texts"][i] for i in kept[-KEEP:])
-
-
-def _lexical(docs: list[str], texts: list[str]) -> np.ndarray:
-    """The normalised BM25 score of each text against DOCS, (texts, docs)."""
-    index = BM25(docs)
-    return np.stack([index.normalised(t) for t in texts])
-
-
 def _score(e, q, texts, helps, present, v) -> np.ndarray:
     """C4's score of each query (q, texts) over the skills under variant V (docs/performance.md,
     "bench/metatool_cold.py", names the keys); absent skills -inf."""
@@ -60,9 +50,12 @@ def _score(e, q, texts, helps, present, v) -> np.ndarray:
             sums[j] = e["train"][kept[-KEEP:]].sum(axis=0)
     protos = sums + v.get("prior", 0.0) * e["full"]
     protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+    # BM25 over name + description ("desc"), or with the kept helpful prompts ("learned")
     docs = e["docs"] if v.get("lex") == "desc" else [
-        f"{d} {_kept_text(e, kept)}" for d, kept in zip(e["docs"], helps, strict=True)]
-    lexical = _lexical(docs, texts)
+        " ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])])
+        for d, kept in zip(e["docs"], helps, strict=True)]
+    index = BM25(docs)
+    lexical = np.stack([index.normalised(t) for t in texts])
     score = semantic + v.get("wl", 0.2) * lexical + v.get("wc", 1.0) * (q @ protos.T)
     if v.get("body"):  # the embedded SKILL.md body
         score += v["body"] * (q @ e["body"].T)

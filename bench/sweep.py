@@ -130,16 +130,14 @@ def prefect_server(start: bool = True):
     When PREFECT_API_URL is already set (a test harness, a `mythloop server`) that API is
     used and no start-up is measured (None).
     """
-    from prefect.settings import (
-        PREFECT_API_URL,
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
-        temporary_settings,
-    )
+    from prefect import settings
 
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        if PREFECT_API_URL.value() or not start:
+    with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        if settings.PREFECT_API_URL.value() or not start:
             yield {"startup_s": None, "server_pid": None, "server": None}
             return
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
         from prefect.server.api.server import SubprocessASGIServer
 
         t0 = time.perf_counter()
@@ -151,19 +149,12 @@ def prefect_server(start: bool = True):
         try:
             yield info
         finally:
-            _drain_workers()  # send queued logs and events while the server still answers
+            # send queued logs and events while the server still answers (best effort)
+            for worker in (APILogWorker, EventsWorker):
+                with contextlib.suppress(Exception):
+                    worker.drain_all(timeout=5)
             info["server_peak_rss_mb"] = _vm_hwm_mb(server.server_process.pid)
             server.stop()
-
-
-def _drain_workers() -> None:
-    """Flush Prefect's background log and event workers (best effort, 5 s each)."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    for worker in (APILogWorker, EventsWorker):
-        with contextlib.suppress(Exception):  # a courtesy at shutdown: never fail over it
-            worker.drain_all(timeout=5)
 
 
 def _vm_hwm_mb(pid: int) -> float | None:
@@ -197,14 +188,6 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
                             timeout=600)
 
 
-def _fake_gemini(workdir: Path) -> Path:
-    """The fake gemini CLI (tests/fakes) run by this interpreter, as an executable."""
-    exe = workdir / "gemini"
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GEMINI} \"$@\"\n", encoding="utf-8")
-    exe.chmod(0o755)
-    return exe
-
-
 def _turn_phase_s(results_dir: Path) -> float:
     """Seconds the learning turns took, read from the sandboxes: per shard and round, from
     the round's measurement written to its last answer saved; summed."""
@@ -225,7 +208,9 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
     side by side in this run; the server is already up."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
-    exe = _fake_gemini(workdir)
+    exe = workdir / "gemini"  # the fake gemini CLI (tests/fakes), run by this interpreter
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GEMINI} \"$@\"\n", encoding="utf-8")
+    exe.chmod(0o755)
     path = os.pathsep.join(p for p in (str(common.REPO), os.environ.get("PYTHONPATH")) if p)
     fake = {"FAKE_MODE": "judge", "FAKE_DELAY": f"{delay_s:g}", "PYTHONPATH": path}
     runs = {}
@@ -242,7 +227,7 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
                        "failed_turns": result["failed_turns"],
                        "metrics": _metrics(result["results_dir"])}
             common.note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
-                  f"(turns {runs[n]['turns_s']:.1f} s)")
+                        f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
     return {
         "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
