@@ -76,10 +76,7 @@ TARGETS = [  # part, figure, target, op, bound
     ("bad_input", "all_one_line", "every bad input answered in one line", "==", "True"),
 ]
 HEADLINES = [  # part, figure: their last HISTORY_N commits
-    ("film", "modes.temporary_server.film_over_plain"),
-    ("film", "modes.temporary_server.cpu_over_plain"),
-    ("film", "modes.server_up.film_over_plain"),
-    ("film", "modes.server_up.cpu_over_plain"),
+    *[("film", f"modes.{m}.{fig}") for m in MODE for fig in ("film_over_plain", "cpu_over_plain")],
     ("sweep", "flow_over_plain"),
     ("router", "sizes.skills=10000.vectorised"),
     ("metatool", "heldout.c4.3.hit@1"),
