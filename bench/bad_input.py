@@ -124,11 +124,10 @@ def run(repeats: int = 5) -> dict:
                    **answers[name]}
             for name, values in seconds.items()}
     rejected = [name for name in argv if "(baseline)" not in name]
-    at_once = [name for name in rejected if BACKEND_CASE not in name]
-    asked = [name for name in rejected if BACKEND_CASE in name]
-    worst = max(rows[name]["seconds"]["median"] for name in at_once)
-    return {"repeats": repeats, "cases": rows, "worst_median_s": worst,
-            "worst_backend_median_s": max(rows[name]["seconds"]["median"] for name in asked),
+    medians = {name: rows[name]["seconds"]["median"] for name in rejected}
+    return {"repeats": repeats, "cases": rows,
+            "worst_median_s": max(m for n, m in medians.items() if BACKEND_CASE not in n),
+            "worst_backend_median_s": max(m for n, m in medians.items() if BACKEND_CASE in n),
             "written": written,
             "all_one_line": all(rows[n]["lines"] == 1 and rows[n]["exit"] == (
                 1 if n.startswith("verify") else 2) for n in rejected),
