@@ -119,11 +119,10 @@ def run(sims: int = 4000) -> dict:
     cov = table(sims)
     others = {f"rate={rate} reps={reps}": alternatives(rate, reps, max(sims // 4, 50))
               for rate in RATES for reps in REPLICATES}
-    main = {k: v for k, v in cov.items() if not k.startswith("shared")}
-    shared = {k: v for k, v in cov.items() if k.startswith("shared")}
+    within = {k: 0.93 <= v <= 0.97 for k, v in cov.items()}
     return {"coverage": cov, "nominal": 0.95, "goal": [0.93, 0.97],
-            "all_within_goal": all(0.93 <= v <= 0.97 for v in main.values()),
-            "shared_within_goal": all(0.93 <= v <= 0.97 for v in shared.values()),
+            "all_within_goal": all(v for k, v in within.items() if not k.startswith("shared")),
+            "shared_within_goal": all(v for k, v in within.items() if k.startswith("shared")),
             "lowest": min(cov, key=cov.get), "highest": max(cov, key=cov.get),
             "not_chosen_level_coverage": others, "sims": sims, "prompts": PROMPTS,
             "sd": {"prompt": SD_PROMPT, "judge": SD_JUDGE, "effect": SD_EFFECT,
