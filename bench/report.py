@@ -106,9 +106,8 @@ def value(rec: dict) -> str:
 
 
 def _load1(load: object) -> str:
-    if load is None:
-        return "?"
-    return f"{load[0]:g}" if isinstance(load, list) else f"{load:g}"
+    """The 1-minute load average of a record's [1, 5, 15] (or one number)."""
+    return "?" if load is None else f"{load[0] if isinstance(load, list) else load:g}"
 
 
 def where(rec: dict) -> list[str]:
