@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import METATOOL, REPO
+from common import METATOOL, REPO, part_main
 
 CONDITIONS = ("c0", "c3", "c4")
 ROUNDS = 4
@@ -50,21 +50,18 @@ def build(root: Path) -> dict:
                         gold_rank = rng.randint(1, 12)  # 11-12: outside the top 10
                         if gold_rank <= 10:
                             ranked[gold_rank - 1] = gold
+                        row = {"round": r, "cond": cond, "replicate": 1, "prompt_id": pid,
+                               "prompt_kind": kind, "expected_skill": gold}
                         for rank, name in enumerate(ranked, start=1):
                             rf.write(json.dumps({
-                                "round": r, "cond": cond, "replicate": 1, "prompt_id": pid,
-                                "prompt_kind": kind, "expected_skill": gold,
-                                "poisoned_twin": None, "rank": rank, "skill_name": name,
+                                **row, "poisoned_twin": None, "rank": rank, "skill_name": name,
                                 "tier": None, "score": round(1 - rank / 20, 6),
                                 "status": "active"}) + "\n")
-                            rows += 1
+                        rows += len(ranked)
                         if kind == "normal":
-                            tf.write(json.dumps({
-                                "round": r, "cond": cond, "replicate": 1, "prompt_id": pid,
-                                "prompt_kind": kind, "expected_skill": gold, "status": "ok",
-                                "ranked_top5": ranked[:5], "applied": [
-                                    {"name": ranked[0], "verdict": "HELPFUL", "tier": None}]})
-                                     + "\n")
+                            applied = [{"name": ranked[0], "verdict": "HELPFUL", "tier": None}]
+                            tf.write(json.dumps({**row, "status": "ok", "ranked_top5": ranked[:5],
+                                                 "applied": applied}) + "\n")
                             turns += 1
     return {"measurement_rows": rows, "turns": turns, "prompts": len(prompts)}
 
@@ -122,6 +119,4 @@ def run(base: str = "ee324ff", repeats: int = 2, keep: str | None = None) -> dic
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/analyze_speed.py [--set base=C]
-    from common import part_main
-
     sys.exit(part_main("analyze_speed"))

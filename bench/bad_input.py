@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ratio_stats, stats
+from common import part_main, ratio_stats, stats
 
 CLI = [sys.executable, "-m", "mythloop_app.cli"]
 TIMEOUT_S = 120.0  # a case that is not rejected runs on; it is stopped and reported
@@ -61,14 +61,9 @@ def cases(workdir: Path) -> dict[str, list[str]]:
         "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
         "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
         # issue 38: range errors, as one line instead of a panel
-        "sweep --rounds 0": [*CLI, "sweep", "--rounds", "0"],
-        "sweep --rounds -3": [*CLI, "sweep", "--rounds", "-3"],
-        "sweep --rounds abc": [*CLI, "sweep", "--rounds", "abc"],
-        "sweep --replicates 0": [*CLI, "sweep", "--replicates", "0"],
-        "sweep --noise -0.5": [*CLI, "sweep", "--noise", "-0.5"],
-        "sweep --noise 2": [*CLI, "sweep", "--noise", "2"],
-        "sweep --noise nan": [*CLI, "sweep", "--noise", "nan"],
-        "sweep --concurrency 0": [*CLI, "sweep", "--concurrency", "0"],
+        **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
+            "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
+            "--noise 2", "--noise nan", "--concurrency 0")},
         "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
         "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
         "history -n 0": [*CLI, "history", "-n", "0"],
@@ -129,11 +124,10 @@ def run(repeats: int = 5) -> dict:
                    **answers[name]}
             for name, values in seconds.items()}
     rejected = [name for name in argv if "(baseline)" not in name]
-    at_once = [name for name in rejected if BACKEND_CASE not in name]
-    asked = [name for name in rejected if BACKEND_CASE in name]
-    worst = max(rows[name]["seconds"]["median"] for name in at_once)
-    return {"repeats": repeats, "cases": rows, "worst_median_s": worst,
-            "worst_backend_median_s": max(rows[name]["seconds"]["median"] for name in asked),
+    medians = {name: rows[name]["seconds"]["median"] for name in rejected}
+    return {"repeats": repeats, "cases": rows,
+            "worst_median_s": max(m for n, m in medians.items() if BACKEND_CASE not in n),
+            "worst_backend_median_s": max(m for n, m in medians.items() if BACKEND_CASE in n),
             "written": written,
             "all_one_line": all(rows[n]["lines"] == 1 and rows[n]["exit"] == (
                 1 if n.startswith("verify") else 2) for n in rejected),
@@ -141,6 +135,4 @@ def run(repeats: int = 5) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/bad_input.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("bad_input"))

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from common import METATOOL
+from common import METATOOL, part_main
 from metatool_ceiling import _hits as ceiling_hits
 
 DEFAULT_VARIANTS = ("epochs=1", "epochs=2", "epochs=3", "epochs=1,learning_rate=5e-5",
@@ -124,6 +124,4 @@ def run(pairs: str = "", sweep_json: str | None = None,
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("c5_variants"))

@@ -15,7 +15,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -93,35 +92,6 @@ def tree_rss_mb(root: int) -> float:
     return total / 2**20
 
 
-class TreeSampler:
-    """Samples the summed RSS of a process tree in a thread; `peak_mb` is the highest seen."""
-
-    def __init__(self, root: int, interval: float = 0.25) -> None:
-        self.root, self.interval, self.peak_mb = root, interval, 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.root))
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> TreeSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def reap_escaped(token: str) -> int:
-    """Stop processes a child left behind in other sessions (database, workers): TERM, then
-    KILL; how many are still there after that."""
-    procs.kill_marked("MYTHLOOP_BENCH_CHILD", token, grace=10.0)
-    return len(procs.marked_pids("MYTHLOOP_BENCH_CHILD", token))
-
-
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
               meter: CpuMeter | None = None) -> dict:
@@ -139,21 +109,25 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     t0 = time.perf_counter()
     proc = procs.start_session(meter.wrap(cmd) if meter else cmd, env=env, cwd=cwd,
                                stdout=out, stderr=subprocess.STDOUT)
-    timed_out = False
-    with TreeSampler(proc.pid) as sampler:
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                procs.signal_group(proc.pid, signal.SIGKILL)
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
+    timed_out, peak_mb, sample_at = False, 0.0, 0.0
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        if now >= sample_at:  # the tree's summed RSS, every 0.25 s
+            peak_mb, sample_at = max(peak_mb, tree_rss_mb(proc.pid)), now + 0.25
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if now > deadline:
+            timed_out = True
+            procs.signal_group(proc.pid, signal.SIGKILL)
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.05)
     wall = time.perf_counter() - t0
-    left = reap_escaped(token)
+    # what it left behind in other sessions (database, workers): TERM, then KILL
+    procs.kill_marked("MYTHLOOP_BENCH_CHILD", token, grace=10.0)
+    left = len(procs.marked_pids("MYTHLOOP_BENCH_CHILD", token))
     proc.returncode = os.waitstatus_to_exitcode(status)
     if log:
         out.close()
@@ -162,7 +136,7 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
     cpu = (cpu_after - cpu_before if cpu_after is not None and cpu_before is not None
            else usage.ru_utime + usage.ru_stime)
     return {"wall_s": wall, "returncode": proc.returncode, "timed_out": timed_out,
-            "peak_tree_rss_mb": sampler.peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
+            "peak_tree_rss_mb": peak_mb, "child_max_rss_mb": usage.ru_maxrss / 1024,
             "cpu_s": cpu, "cpu_method": meter.method if meter else "wait4 (reaped descendants only)",
             "started_at": time.time() - wall, "tail": tail, "left_running": left}
 
@@ -185,10 +159,9 @@ class CpuMeter:
         self.path: Path | None = None
         self.file, self.scale, self.method = "", 0.0, "wait4 (reaped descendants only)"
         for root, file, scale in self._ROOTS:
-            base = Path(root)
-            if not (base / "cgroup.procs").is_file():
+            path = Path(root) / f"mythloop-bench-{name}-{uuid.uuid4().hex[:8]}"
+            if not (path.parent / "cgroup.procs").is_file():
                 continue
-            path = base / f"mythloop-bench-{name}-{uuid.uuid4().hex[:8]}"
             try:
                 path.mkdir()
             except OSError:
@@ -212,9 +185,8 @@ class CpuMeter:
             return None
         text = (self.path / self.file).read_text()
         if self.file == "cpu.stat":
-            fields = dict(line.split() for line in text.splitlines() if line.strip())
-            return int(fields["usage_usec"]) * self.scale
-        return int(text.strip()) * self.scale
+            text = dict(line.split() for line in text.splitlines() if line.strip())["usage_usec"]
+        return int(text) * self.scale
 
     def __enter__(self) -> CpuMeter:
         return self
@@ -228,8 +200,7 @@ class CpuMeter:
             return
         for _ in range(50):
             try:
-                self.path.rmdir()
-                return
+                return self.path.rmdir()
             except FileNotFoundError:
                 return
             except OSError:
@@ -300,9 +271,7 @@ def loadavg() -> list[float]:
 
 def bench_env(state_dir: Path) -> dict[str, str]:
     """Environment for a bench child: its own state and Prefect home, offline models, quiet logs."""
-    env = dict(os.environ)
-    for name in ("PREFECT_API_URL", "PREFECT_API_KEY"):
-        env.pop(name, None)
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_API_KEY")}
     env.update({
         "MYTHLOOP_STATE_DIR": str(state_dir),
         "PREFECT_HOME": str(state_dir / "prefect"),
@@ -333,19 +302,21 @@ def mythloop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
-@contextlib.contextmanager
-def environ(**values: str):
-    """os.environ with VALUES set for the block, as it was after it."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def sweep_cli(args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
+              timeout: float = 3600) -> dict:
+    """`mythloop sweep ARGS` in a child process, as a user runs it (run_child's measures); a
+    failure raises with the end of its output."""
+    child = run_child([*mythloop_cmd(), "sweep", *args], env=env, cwd=REPO, timeout=timeout,
+                      log=log)
+    if child["returncode"] != 0:
+        raise RuntimeError(f"mythloop sweep failed (exit {child['returncode']}): "
+                           f"{child['tail'][-800:]}")
+    return child
+
+
+def note(part: str, message: str) -> None:
+    """A progress line on stderr (stdout is captured while flows run)."""
+    print(f"[bench {part}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
 def part_main(name: str) -> int:

@@ -54,14 +54,10 @@ def compare(recs: list[dict], a: str, b: str, part: str | None = None,
     if not left or not right:
         missing = a if not left else b
         return [f"compare: no records match {missing!r} (a commit prefix or a run label)"]
-    lines = []
-    for key in sorted(left.keys() & right.keys()):
-        if part and key[0] != part:
-            continue
-        ra, rb = left[key], right[key]
-        word = verdict(ra, rb)
-        if show_all or not word.startswith(("same", "cannot")):
-            lines.append(f"{key[0]} {key[1]}: {value(ra)} -> {value(rb)}: {word}")
+    keys = sorted(k for k in left.keys() & right.keys() if not part or k[0] == part)
+    words = {k: verdict(left[k], right[k]) for k in keys}
+    lines = [f"{k[0]} {k[1]}: {value(left[k])} -> {value(right[k])}: {word}"
+             for k, word in words.items() if show_all or not word.startswith(("same", "cannot"))]
     return lines or ["compare: no figure both selections hold differs (--all lists them)"]
 
 

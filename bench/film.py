@@ -14,25 +14,20 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from unittest.mock import patch
 
-from common import (
-    CpuMeter,
-    bench_env,
-    environ,
-    mythloop_cmd,
-    ratio_stats,
-    repo_on_path,
-    run_child,
-    stats,
-    wait_for_quiet,
-    wait_until_idle,
-)
+import common
+import psutil
+
+from mythloop import procs
 
 MODES = ("temporary_server", "server_up")  # no server running / `mythloop server` already up
 PROMPT = "the heat equation"
@@ -47,8 +42,8 @@ def _film(runs_dir: Path, prompt: str, render: bool = True, **options) -> dict:
                           runs_dir=runs_dir, **options)
     t0 = time.perf_counter()
     state = film(request, return_state=True)
-    wall = time.perf_counter() - t0
-    return {"wall_s": wall, "ok": state.is_completed(), "manifest": _manifest(runs_dir)}
+    return {"wall_s": time.perf_counter() - t0, "ok": state.is_completed(),
+            "manifest": _manifest(runs_dir)}
 
 
 def _manifest(runs_dir: Path) -> dict:
@@ -58,21 +53,21 @@ def _manifest(runs_dir: Path) -> dict:
 
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
-                meter: CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
+                meter: common.CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
     """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp
     dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = run_child([sys.executable, "-m", "manim", "-ql", *extra,
-                            "scene.py", scene], cwd=Path(tmp), env=dict(os.environ),
-                           timeout=900, log=workdir / "plain-manim.log", meter=meter)
+        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
+                                  cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
+                                  meter=meter)
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
         videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
                   and (scene == "-a" or v.stem == scene)]
         durations = [_duration(v) for v in videos]
-        result["videos"] = len(videos)
-        result["duration_s"] = (sum(durations) if videos and None not in durations else None)
+        known = bool(videos) and None not in durations
+        result.update(videos=len(videos), duration_s=sum(durations) if known else None)
     return result
 
 
@@ -87,9 +82,8 @@ def _duration(video: Path) -> float | None:
 
 
 def _renders(manifest: dict) -> list[dict]:
-    return [{"scene": r.get("scene"), "attempt": r.get("attempt"), "ok": r.get("ok"),
-             "kind": r.get("kind"), "cache": r.get("cache"), "seconds": r.get("seconds")}
-            for r in manifest.get("renders", [])]
+    keys = ("scene", "attempt", "ok", "kind", "cache", "seconds")
+    return [{k: r.get(k) for k in keys} for r in manifest.get("renders", [])]
 
 
 def rerun_after_failure(workdir: Path, prompt: str) -> dict:
@@ -99,15 +93,14 @@ def rerun_after_failure(workdir: Path, prompt: str) -> dict:
     again = _film(runs, prompt, max_repairs=1)
 
     def summary(film: dict) -> dict:
-        renders = _renders(film["manifest"])
-        return {"ok": film["ok"], "model_calls": film["manifest"].get("model_calls"),
-                "wall_s": film["wall_s"],
-                "renders": len([r for r in renders if r["cache"] == "miss"]),
-                "rendered_scenes": sorted({r["scene"] for r in renders
-                                           if r["cache"] == "miss"}),
-                "cached_scenes": sorted({r["scene"] for r in renders if r["cache"] == "hit"}),
-                "failed_scenes": [f["scene"] for f in
-                                  film["manifest"].get("failed_scenes", [])]}
+        manifest = film["manifest"]
+        rendered = [r["scene"] for r in _renders(manifest) if r["cache"] == "miss"]
+        return {"ok": film["ok"], "model_calls": manifest.get("model_calls"),
+                "wall_s": film["wall_s"], "renders": len(rendered),
+                "rendered_scenes": sorted(set(rendered)),
+                "cached_scenes": sorted({r["scene"] for r in _renders(manifest)
+                                         if r["cache"] == "hit"}),
+                "failed_scenes": [f["scene"] for f in manifest.get("failed_scenes", [])]}
 
     return {"first": summary(first), "rerun": summary(again),
             "scenes": len(again["manifest"].get("scenes", []))}
@@ -124,8 +117,7 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
     """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
     and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
     a one-formula scene each rendered both ways, alternating."""
-    import mythloop.mythos.sandbox.render as render_module
-    from mythloop.mythos.sandbox import render_pool
+    from mythloop.mythos.sandbox import render, render_pool
 
     tiny = workdir / "tiny_startup.py"
     tiny.write_text(TINY_SCENE)
@@ -133,9 +125,9 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
         "cold_tiny_s", "cold_formula_s", "warm_tiny_s", "warm_formula_hit_s")}
 
     def timed_render(path: Path, out: str, **env: str) -> float:
-        with environ(**env):
+        with patch.dict(os.environ, **env):
             t0 = time.perf_counter()
-            result = render_module.render_scene(path, out_dir=workdir / out, timeout=300)
+            result = render.render_scene(path, out_dir=workdir / out, timeout=300)
             if not result.ok:
                 raise RuntimeError(f"startup probe failed: {result.message}")
             return time.perf_counter() - t0
@@ -154,21 +146,21 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
         rows["warm_formula_hit_s"].append(timed_render(warm_formula, f"warm-formula-{i}"))
     render_pool.shutdown()
     med = {k: statistics.median(v) for k, v in rows.items()}
-    return {**{k: stats(v) for k, v in rows.items()},
+    return {**{k: common.stats(v) for k, v in rows.items()},
             "startup_before_s": med["cold_tiny_s"], "startup_after_s": med["warm_tiny_s"],
             "latex_before_s": med["cold_formula_s"] - med["cold_tiny_s"],
             "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
 
 
-def film_cli(prompt: str, state: Path, runs_dir: Path, meter: CpuMeter, log: Path,
+def film_cli(prompt: str, state: Path, runs_dir: Path, meter: common.CpuMeter, log: Path,
              render: bool = True) -> dict:
     """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
     CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
     without --render (stages, codegen and verify: what the DAG costs without its renders)."""
     rendering = ["--render"] if render else []
-    cmd = [*mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
+    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
            "--fresh", "--runs-dir", str(runs_dir)]
-    result = run_child(cmd, env=bench_env(state), timeout=900, log=log, meter=meter)
+    result = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
     if result["returncode"] != 0:
         raise RuntimeError(f"the film command failed (exit {result['returncode']}): "
                            f"{result['tail'][-800:]}")
@@ -180,14 +172,11 @@ class _Server:
     """`mythloop server` for a state folder, in a CPU meter of its own (the server-up mode)."""
 
     def __init__(self, state: Path, log: Path) -> None:
-        from mythloop import procs
-
-        self.meter = CpuMeter("server")
-        self.log = log
+        self.meter = common.CpuMeter("server")
         t0 = time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
-            self.proc = procs.start_session(self.meter.wrap([*mythloop_cmd(), "server"]),
-                                            env=bench_env(state), stdout=out,
+            self.proc = procs.start_session(self.meter.wrap([*common.mythloop_cmd(), "server"]),
+                                            env=common.bench_env(state), stdout=out,
                                             stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 240
         while "Prefect server ready." not in log.read_text(encoding="utf-8", errors="replace"):
@@ -196,55 +185,48 @@ class _Server:
                 raise RuntimeError(f"`mythloop server` did not start: {log.read_text()[-800:]}")
             time.sleep(0.2)
         self.startup_s = time.perf_counter() - t0
-        self.pid = self._prefect_pid()
-
-    def _prefect_pid(self) -> int:
-        import psutil
-
         kids = psutil.Process(self.proc.pid).children(recursive=True)
-        return next((k.pid for k in kids if "prefect" in " ".join(k.cmdline())),
-                    self.proc.pid)
-
-    def settle(self) -> None:
-        """Wait until the server has recorded what the last command sent it."""
-        wait_until_idle(self.pid, quiet_s=1.0, limit_s=60)
-
-    def cpu_s(self) -> float | None:
-        return self.meter.seconds()
+        self.pid = next((k.pid for k in kids if "prefect" in " ".join(k.cmdline())),
+                        self.proc.pid)
 
     def stop(self) -> None:
-        from mythloop import procs
-
         procs.stop_group(self.proc, first=signal.SIGINT, grace=30)
         self.meter.close()
 
 
-def _utc(text: str | None) -> float | None:
-    if not text:
-        return None
-    from datetime import UTC, datetime
+def _film_run(server: _Server | None, *args, **kwargs) -> dict:
+    """`film_cli(*ARGS, **KWARGS)`; with a server up, also the CPU seconds the server spent
+    meanwhile (`server_cpu_s`, None without a meter), counted once it has recorded what the
+    film sent it."""
+    before = server.meter.seconds() if server else None
+    run = film_cli(*args, **kwargs)
+    if server:
+        common.wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
+        after = server.meter.seconds()
+        run["server_cpu_s"] = None if after is None or before is None else after - before
+    return run
 
-    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+def _utc(text: str | None) -> float | None:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() if text else None
 
 
 def timeline(db: Path, flow_run_id: str) -> dict:
     """The flow run's and its task runs' start and end (epoch seconds), from the Prefect
     database the film wrote to (read-only)."""
-    import sqlite3
-
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         flow = con.execute("SELECT start_time, end_time FROM flow_run WHERE id = ?",
                            (flow_run_id,)).fetchone()
-        tasks = con.execute("SELECT name, start_time, end_time, state_type FROM task_run "
-                            "WHERE flow_run_id = ? ORDER BY start_time", (flow_run_id,)).fetchall()
+        tasks = con.execute("SELECT name, start_time, end_time FROM task_run WHERE "
+                            "flow_run_id = ? ORDER BY start_time", (flow_run_id,)).fetchall()
     finally:
         con.close()
     if flow is None:
         return {}
     return {"start": _utc(flow[0]), "end": _utc(flow[1]),
-            "tasks": [{"name": n, "start": _utc(a), "end": _utc(b), "state": st}
-                      for n, a, b, st in tasks if a and b]}
+            "tasks": [{"name": n, "start": _utc(a), "end": _utc(b)}
+                      for n, a, b in tasks if a and b]}
 
 
 def breakdown(run: dict, times: dict) -> dict:
@@ -255,47 +237,42 @@ def breakdown(run: dict, times: dict) -> dict:
     if not times or times.get("start") is None:
         return {}
     tasks = times["tasks"]
+    for t in tasks:
+        t["s"] = t["end"] - t["start"]
 
-    def named(prefix: str) -> list[dict]:
-        return [t for t in tasks if t["name"].startswith(prefix)]
-
-    def span(items: list[dict]) -> float:
-        return (max(t["end"] for t in items) - min(t["start"] for t in items)) if items else 0.0
-
-    def dur(t: dict) -> float:
-        return t["end"] - t["start"]
+    def total(prefix: str) -> float:
+        return sum(t["s"] for t in tasks if t["name"].startswith(prefix))
 
     stage_names = ("intent", "cartographer", "curriculum", "math-director", "cinematographer",
                    "scene-composer", "codegen")
-    stages = [t for t in tasks if t["name"] in stage_names]
-    codegen_end = max((t["end"] for t in stages), default=times["start"])
+    codegen_end = max((t["end"] for t in tasks if t["name"] in stage_names),
+                      default=times["start"])
     scenes = [t for t in tasks if re.fullmatch(r"scene-\d+", t["name"])]
-    renders = named("render-")
+    renders = [t for t in tasks if t["name"].startswith("render-")]
     failed = {(r["scene"], r["attempt"]) for r in run["manifest"].get("renders", [])
               if not r.get("ok")}
     failed_render = [t for t in renders if "(after repair" not in t["name"]
                      and (int(t["name"].split("-")[2].split()[0]), 0) in failed]
     last_task_end = max(t["end"] for t in tasks) if tasks else times["end"]
-    started, ended = run["started_at"], run["started_at"] + run["wall_s"]
     waits = sorted(max(0.0, t["start"] - codegen_end) for t in scenes)
-    render_sum = sum(dur(t) for t in renders)
-    phase = span(scenes)
+    phase = max(t["end"] for t in scenes) - min(t["start"] for t in scenes) if scenes else 0.0
+    end = times.get("end")
     return {
-        "before_flow_s": times["start"] - started,
+        "before_flow_s": times["start"] - run["started_at"],
         "stages_and_codegen_s": codegen_end - times["start"],
         "scene_phase_s": phase,
-        "renders": [{"task": t["name"], "seconds": round(dur(t), 2)} for t in renders],
-        "render_sum_s": render_sum,
-        "overlap": render_sum / phase if phase else None,
-        "failed_render_s": sum(dur(t) for t in failed_render),
-        "repair_s": sum(dur(t) for t in named("repair-")),
-        "after_repair_render_s": sum(dur(t) for t in renders if "(after repair" in t["name"]),
-        "verify_s": sum(dur(t) for t in named("verify-")),
+        "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
+        "render_sum_s": total("render-"),
+        "overlap": total("render-") / phase if phase else None,
+        "failed_render_s": sum(t["s"] for t in failed_render),
+        "repair_s": total("repair-"),
+        "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
+        "verify_s": total("verify-"),
         "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
-        "stitch_s": sum(dur(t) for t in named("stitch")),
-        "subtitles_and_voice_s": sum(dur(t) for t in named("subtitles-and-voice")),
-        "flow_end_s": times["end"] - last_task_end if times.get("end") else None,
-        "after_flow_s": ended - times["end"] if times.get("end") else None,
+        "stitch_s": total("stitch"),
+        "subtitles_and_voice_s": total("subtitles-and-voice"),
+        "flow_end_s": end - last_task_end if end else None,
+        "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None,
     }
 
 
@@ -305,13 +282,12 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
     the CPU of each render's whole tree as its worker measured it (RenderResult.cpu_s),
     summed over the scenes, and the wall. Against the film's own renders (two at once) and
     plain manim's one process, this splits what the renders cost beyond plain manim."""
-    import mythloop.mythos.sandbox.render as render_module
-    from mythloop.mythos.sandbox import render_pool
+    from mythloop.mythos.sandbox import render, render_pool
 
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
         cpu = wall = 0.0
         for name in scenes:
-            result = render_module.render_scene(scene_file, scene=name, layout=layout,
+            result = render.render_scene(scene_file, scene=name, layout=layout,
                                                 out_dir=workdir / f"split-{tag}-{name}",
                                                 timeout=300)
             if not result.ok or result.cpu_s is None:
@@ -322,7 +298,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
         return cpu, wall
 
     render_pool.shutdown()
-    with environ(MYTHLOOP_WARM_WORKERS="1"):  # one worker: one render at a time
+    with patch.dict(os.environ, MYTHLOOP_WARM_WORKERS="1"):  # one render at a time
         one_pass("warmup", True)  # the worker started, every formula in the cache
         rows: dict[str, list[float]] = {"with_probe_cpu_s": [], "without_probe_cpu_s": [],
                                         "with_probe_s": [], "without_probe_s": []}
@@ -332,7 +308,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
                 rows[f"{key}_cpu_s"].append(cpu)
                 rows[f"{key}_s"].append(wall)
     render_pool.shutdown()
-    return {**{k: stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
+    return {**{k: common.stats(v) for k, v in rows.items()}, "scenes": scenes, "repeats": repeats,
             "probe_cpu_s": round(statistics.median(rows["with_probe_cpu_s"])
                                  - statistics.median(rows["without_probe_cpu_s"]), 2)}
 
@@ -344,10 +320,10 @@ def _render_cpu(films: list[dict]) -> dict:
         return sum(r.get("cpu_s") or 0.0 for r in film["manifest"].get("renders", [])
                    if bool(r.get("ok")) is ok and r.get("cache") == "miss")
 
-    return {"ok_renders_cpu_s": stats([summed(f, True) for f in films]),
-            "failed_renders_cpu_s": stats([summed(f, False) for f in films]),
-            "worker_startup_cpu_s": stats([(f["manifest"].get("warm_workers") or {})
-                                           .get("startup_cpu_s") or 0.0 for f in films]),
+    return {"ok_renders_cpu_s": common.stats([summed(f, True) for f in films]),
+            "failed_renders_cpu_s": common.stats([summed(f, False) for f in films]),
+            "worker_startup_cpu_s": common.stats([(f["manifest"].get("warm_workers") or {})
+                                                  .get("startup_cpu_s") or 0.0 for f in films]),
             "workers_started": [(f["manifest"].get("warm_workers") or {}).get("started")
                                 for f in films]}
 
@@ -388,14 +364,16 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
-def _say(line: str) -> None:
-    """A progress line on stderr."""
-    print(line, file=sys.stderr, flush=True)
-
-
 def _film_cpu(film: dict) -> float:
     """A film run's CPU seconds, with the server's share when a server was up."""
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
+
+
+def _columns(pairs: list[tuple[dict, dict]]) -> tuple[list[float], ...]:
+    """Of (film, plain) pairs: the films' walls, the plains' walls, the films' CPU seconds
+    (with the server's share), the plains' CPU seconds."""
+    return ([f["wall_s"] for f, _ in pairs], [p["wall_s"] for _, p in pairs],
+            [_film_cpu(f) for f, _ in pairs], [p["cpu_s"] for _, p in pairs])
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
@@ -407,69 +385,57 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
-    films, plains, uncached_runs = [], [], []
-    kinds = ("film", "plain", "plain_uncached") if uncached else ("film", "plain")
+    runs: dict[str, list[dict]] = {"film": [], "plain": [], "plain_uncached": []}
     try:
         for i in range(repeats):
-            for kind in kinds:
-                quiet = wait_for_quiet(quiet_load, quiet_wait_s)
-                _say(f"[bench film] {mode} pair {i + 1}/{repeats}: {kind} "
-                    f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
-                with CpuMeter(kind) as meter:
+            for kind in list(runs)[:3 if uncached else 2]:
+                quiet = common.wait_for_quiet(quiet_load, quiet_wait_s)
+                common.note("film", f"{mode} pair {i + 1}/{repeats}: {kind} "
+                            f"(load {quiet['load1']}{'' if quiet['quiet'] else ', NOT quiet'})")
+                with common.CpuMeter(kind) as meter:
                     if kind == "film":
-                        run, share = _with_server_share(
-                            server, prompt, state, workdir / f"runs-{mode}-{i}", meter,
-                            workdir / f"film-{mode}-{i}.log")
-                        if server:
-                            run["server_cpu_s"] = share
-                        times = timeline(state / "prefect" / "prefect.db",
-                                         run["manifest"].get("prefect_flow_run_id") or "")
-                        run["breakdown"] = breakdown(run, times)
-                        run["quiet"] = quiet
-                        films.append(run)
+                        run = _film_run(server, prompt, state, workdir / f"runs-{mode}-{i}",
+                                        meter, workdir / f"film-{mode}-{i}.log")
+                        run["breakdown"] = breakdown(run, timeline(
+                            state / "prefect" / "prefect.db",
+                            run["manifest"].get("prefect_flow_run_id") or ""))
                     else:
-                        scene_file = Path(films[-1]["manifest"]["scene_file"])
+                        scene_file = Path(runs["film"][-1]["manifest"]["scene_file"])
                         extra = ("--disable_caching",) if kind == "plain_uncached" else ()
                         run = plain_manim(scene_file, "-a", workdir, meter, extra)
-                        run["quiet"] = quiet
-                        (uncached_runs if extra else plains).append(run)
+                run["quiet"] = quiet
+                runs[kind].append(run)
         floor = _floor(mode, prompt, state, workdir, server, quiet_load, quiet_wait_s)
     finally:
         if server:
             server.stop()
+    films, plains, uncached_runs = runs.values()
     quiet_pairs = [(f, p) for f, p in zip(films, plains, strict=True)
                    if f["quiet"]["quiet"] and p["quiet"]["quiet"]]
     used = quiet_pairs or list(zip(films, plains, strict=True))
-    film_s = [f["wall_s"] for f, _ in used]
-    plain_s = [p["wall_s"] for _, p in used]
-    film_cpu = [_film_cpu(f) for f, _ in used]
-    plain_cpu = [p["cpu_s"] for _, p in used]
+    film_s, plain_s, film_cpu, plain_cpu = _columns(used)
     # the reference: the same pairs' plain manim with --disable_caching (all three quiet,
     # unless no pair was)
     triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
                if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
-    film_u = [f["wall_s"] for f, _ in triples]
-    film_u_cpu = [_film_cpu(f) for f, _ in triples]
-    uncached_s = [u["wall_s"] for _, u in triples]
-    uncached_cpu = [u["cpu_s"] for _, u in triples]
+    film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
     reference = {
-        "pairs": len(triples), "loads": [u["quiet"]["load1"] for u in uncached_runs],
-        "plain_uncached_s": stats(uncached_s), "plain_uncached_cpu_s": stats(uncached_cpu),
-        "film_over_plain_uncached": ratio_stats(film_u, uncached_s),
-        "cpu_over_plain_uncached": ratio_stats(film_u_cpu, uncached_cpu),
+        "pairs": len(triples),
+        "plain_uncached_s": common.stats(uncached_s),
+        "plain_uncached_cpu_s": common.stats(uncached_cpu),
+        "film_over_plain_uncached": common.ratio_stats(film_u, uncached_s),
+        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu),
     } if triples else None
     return {
         "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
         "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
-        "loads": [[f["quiet"]["load1"], p["quiet"]["load1"]] for f, p in zip(films, plains,
-                                                                            strict=True)],
         "server_startup_s": server.startup_s if server else None,
-        "film_s": stats(film_s), "plain_manim_s": stats(plain_s),
-        "film_over_plain": ratio_stats(film_s, plain_s),
-        "film_cpu_s": stats(film_cpu), "plain_cpu_s": stats(plain_cpu),
-        "server_cpu_s": stats([f["server_cpu_s"] for f, _ in used
-                               if f.get("server_cpu_s") is not None]),
-        "cpu_over_plain": ratio_stats(film_cpu, plain_cpu),
+        "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
+        "film_over_plain": common.ratio_stats(film_s, plain_s),
+        "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
+        "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
+                                      if f.get("server_cpu_s") is not None]),
+        "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
         "cpu_method": films[-1]["cpu_method"] if films else None,
         "render_cpu": _render_cpu([f for f, _ in used]),
         "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
@@ -478,19 +444,6 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
         "breakdowns": [f["breakdown"] for f in films],
         "films": films, "plains": plains,
     }
-
-
-def _with_server_share(server: _Server | None, *args, **kwargs) -> tuple[dict, float | None]:
-    """`film_cli(*ARGS, **KWARGS)`, and the CPU seconds the server (when one is up) spent
-    meanwhile, counted once it has recorded what the film sent it; None without a server or
-    a meter."""
-    before = server.cpu_s() if server else None
-    run = film_cli(*args, **kwargs)
-    if server is None:
-        return run, None
-    server.settle()
-    after = server.cpu_s()
-    return run, (after - before if after is not None and before is not None else None)
 
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
@@ -503,28 +456,27 @@ def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server |
     runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
-        wait_for_quiet(quiet_load, quiet_wait_s)
-        _say(f"[bench film] {mode}: the film without --render ({i + 1}/{repeats})")
-        with CpuMeter("no-render") as meter:
-            run, share = _with_server_share(
-                server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
-                workdir / f"film-{mode}-norender-{i}.log", render=False)
-        runs["no_render_film_cpu_s"].append(run["cpu_s"] + (share or 0.0))
+        common.wait_for_quiet(quiet_load, quiet_wait_s)
+        common.note("film", f"{mode}: the film without --render ({i + 1}/{repeats})")
+        with common.CpuMeter("no-render") as meter:
+            run = _film_run(server, prompt, state, workdir / f"runs-{mode}-norender-{i}", meter,
+                            workdir / f"film-{mode}-norender-{i}.log", render=False)
+        runs["no_render_film_cpu_s"].append(_film_cpu(run))
         runs["no_render_film_s"].append(run["wall_s"])
-        wait_for_quiet(quiet_load, quiet_wait_s)
+        common.wait_for_quiet(quiet_load, quiet_wait_s)
         runs["import_manim_cpu_s"].append(_import_cpu_s("manim"))
         if server is None:
-            wait_for_quiet(quiet_load, quiet_wait_s)
+            common.wait_for_quiet(quiet_load, quiet_wait_s)
             runs["import_prefect_server_cpu_s"].append(
-                _import_cpu_s("prefect.server.api.server", bench_env(state)))
+                _import_cpu_s("prefect.server.api.server", common.bench_env(state)))
     return runs
 
 
 def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
     """CPU seconds of `python -c "import MODULE"` in a process of its own."""
-    with CpuMeter("import-" + module.replace(".", "-")) as meter:
-        return run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
-                         meter=meter)["cpu_s"]
+    with common.CpuMeter("import-" + module.replace(".", "-")) as meter:
+        return common.run_child([sys.executable, "-c", f"import {module}"], env=env, timeout=300,
+                                meter=meter)["cpu_s"]
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
@@ -532,11 +484,10 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
     plain manim's one process does: plain + the film without --render + one more manim
     import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
     with Prefect in the loop."""
-    out = {k: stats(v) for k, v in floor.items() if v}
-    least_parts = [out[k]["median"] for k in ("no_render_film_cpu_s", "import_manim_cpu_s")
-                   if k in out]
-    if plain_cpu and len(least_parts) == 2:
-        least = plain_cpu + least_parts[0] + least_parts[1]
+    out = {k: common.stats(v) for k, v in floor.items() if v}
+    if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
+        least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
+                 + out["import_manim_cpu_s"]["median"])
         out["least_film_cpu_s"] = round(least, 2)
         out["least_cpu_ratio"] = round(least / plain_cpu, 3)
         if film_cpu is not None:  # what the renders cost beyond plain manim's, and the rest
@@ -547,11 +498,8 @@ def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None)
 def _median_breakdown(breakdowns: list[dict]) -> dict:
     keys = [k for k, v in (breakdowns[0] if breakdowns else {}).items()
             if isinstance(v, int | float) or v is None]
-    out = {}
-    for key in keys:
-        values = [b[key] for b in breakdowns if b.get(key) is not None]
-        out[key] = statistics.median(values) if values else None
-    return out
+    values = {k: [b[k] for b in breakdowns if b.get(k) is not None] for k in keys}
+    return {k: statistics.median(v) if v else None for k, v in values.items()}
 
 
 def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server: bool = True,
@@ -565,7 +513,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
     (half the cores by default; a wait of at most QUIET_WAIT_S, and the run says when it
     could not get one). The ratio is the median over quiet pairs only, when there are any.
     """
-    repo_on_path()
+    common.repo_on_path()
     from sweep import prefect_server
 
     from mythloop.mythos.sandbox import formula_cache
@@ -580,26 +528,22 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
             results[mode] = _mode_pairs(mode, repeats, prompt, workdir, quiet_load,
                                         quiet_wait_s, uncached=uncached)
         first = results[modes[0]]
-        last_film = first["films"][-1]
-        split = None
+        manifest = first["films"][-1]["manifest"]
+        split = rerun_result = startup = formulas = None
         if probe:
-            _say("[bench film] the final scenes one at a time, with and without the layout "
-                "probe (what each render costs beyond plain manim)")
-            manifest = last_film["manifest"]
+            common.note("film", "the final scenes one at a time, with and without the layout "
+                        "probe (what each render costs beyond plain manim)")
             split = render_split(Path(manifest["scene_file"]),
                                  [s["name"] for s in manifest["scenes"]], workdir)
         for r in results.values():
             r["cpu_split"] = _cpu_split(r, split)
-        rerun_result = startup = None
-        formulas = None
         if rerun:
-            _say("[bench film] the rerun after a failed scene; start-up and LaTeX per render")
+            common.note("film", "the rerun after a failed scene; start-up and LaTeX per render")
             stack.enter_context(prefect_server(start_server))
             with contextlib.redirect_stdout(io.StringIO()):
                 rerun_result = rerun_after_failure(workdir, prompt)
                 formulas = formula_cache.stats()
                 startup = startup_and_latex(workdir)
-    manifest = last_film["manifest"]
     renders = [_renders(f["manifest"]) for f in first["films"]]
     result = {
         "prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
@@ -610,9 +554,9 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                   for m, r in results.items()},
         "breakdown_median": {m: _median_breakdown(r["breakdowns"]) for m, r in results.items()},
         "renders": renders,
-        "failed_render_s": stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
-                                  for rs in renders]),
-        "scene_render_sum_s": stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
+        "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
+                                         for rs in renders]),
+        "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
         "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
                                 "duration_s": s["duration"], "attempts": s["attempts"]}
                                for s in manifest.get("scenes", [])],
@@ -636,6 +580,4 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
-    from common import part_main
-
-    sys.exit(part_main("film"))
+    sys.exit(common.part_main("film"))

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
+
+from common import part_main
 
 from mythloop.mythos.sandbox.layout import check_layout, scene_zooms
 
@@ -85,8 +88,4 @@ def run(runs: tuple = ()) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    import sys
-
-    from common import part_main
-
     sys.exit(part_main("film_quality"))

@@ -11,12 +11,11 @@ How it measures: docs/performance.md, "bench/fixture_study.py".
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import bench_env, mythloop_cmd
+from common import bench_env, part_main, sweep_cli
 from sweep import plain_sweep
 
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -24,22 +23,14 @@ from mythloop.sweep import JudgeOptions, SweepConfig
 ROUNDS, REPLICATES, NOISE = 6, 5, 0.3
 
 
-def _cli_sweep(out: Path, conditions: list[str]) -> None:
-    cmd = [*mythloop_cmd(), "sweep", "--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
-           str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE), "--results-dir",
-           str(out)]
-    done = subprocess.run(cmd, env=bench_env(out.parent / f"{out.name}-state"), text=True,
-                          capture_output=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the sweep failed (exit {done.returncode}): {done.stderr[-2000:]}")
-
-
 def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
     """The study into results dir OUT (new); the last round's figures per condition."""
     out, conditions = Path(out), list(conditions)
     started = time.monotonic()
     if "c5" in conditions:
-        _cli_sweep(out, conditions)
+        sweep_cli(["--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
+                   str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE),
+                   "--results-dir", str(out)], env=bench_env(out.parent / f"{out.name}-state"))
     else:
         plain_sweep(SweepConfig(conditions=conditions, rounds=ROUNDS, replicates=REPLICATES,
                                 judge="simulated", judge_options=JudgeOptions(noise=NOISE),
@@ -70,6 +61,4 @@ def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("fixture_study"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from common import part_main
 from scipy.special import expit, logit
 
 from mythloop.analysis.stats import interval, paired_difference
@@ -94,20 +95,19 @@ def alternatives(rate: float, reps: int, sims: int, *, resamples: int = 1000,
             "t over replicate means": float(trep / sims) if reps >= 3 else None}
 
 
-def table(sims: int, *, rates=RATES, replicates=REPLICATES, effects=EFFECTS,
-          shared_reps=(3, 5)) -> dict[str, float]:
+def table(sims: int) -> dict[str, float]:
     out: dict[str, float] = {}
-    for rate in rates:
-        for reps in replicates:
-            for effect in effects:
+    for rate in RATES:
+        for reps in REPLICATES:
+            for effect in EFFECTS:
                 c = coverage(rate, reps, effect, sims)
-                if effect == effects[0]:
+                if effect == EFFECTS[0]:
                     out[f"level rate={rate} reps={reps}"] = c["level"]
                 out[f"difference effect={effect:+g} rate={rate} reps={reps}"] = c["difference"]
-        for reps in shared_reps:
-            c = coverage(rate, reps, effects[-1], sims, shared=True)
+        for reps in (3, 5):  # judge noise shared by a replicate's prompts
+            c = coverage(rate, reps, EFFECTS[-1], sims, shared=True)
             out[f"shared level rate={rate} reps={reps}"] = c["level"]
-            out[f"shared difference effect={effects[-1]:+g} rate={rate} reps={reps}"] = \
+            out[f"shared difference effect={EFFECTS[-1]:+g} rate={rate} reps={reps}"] = \
                 c["difference"]
     return out
 
@@ -119,11 +119,10 @@ def run(sims: int = 4000) -> dict:
     cov = table(sims)
     others = {f"rate={rate} reps={reps}": alternatives(rate, reps, max(sims // 4, 50))
               for rate in RATES for reps in REPLICATES}
-    main = {k: v for k, v in cov.items() if not k.startswith("shared")}
-    shared = {k: v for k, v in cov.items() if k.startswith("shared")}
+    within = {k: 0.93 <= v <= 0.97 for k, v in cov.items()}
     return {"coverage": cov, "nominal": 0.95, "goal": [0.93, 0.97],
-            "all_within_goal": all(0.93 <= v <= 0.97 for v in main.values()),
-            "shared_within_goal": all(0.93 <= v <= 0.97 for v in shared.values()),
+            "all_within_goal": all(v for k, v in within.items() if not k.startswith("shared")),
+            "shared_within_goal": all(v for k, v in within.items() if k.startswith("shared")),
             "lowest": min(cov, key=cov.get), "highest": max(cov, key=cov.get),
             "not_chosen_level_coverage": others, "sims": sims, "prompts": PROMPTS,
             "sd": {"prompt": SD_PROMPT, "judge": SD_JUDGE, "effect": SD_EFFECT,
@@ -131,6 +130,4 @@ def run(sims: int = 4000) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/intervals.py [--set sims=400]
-    from common import part_main
-
     sys.exit(part_main("intervals"))

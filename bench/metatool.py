@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import METATOOL, REPO, run_child
+from common import METATOOL, REPO, part_main, run_child
 from metatool_ceiling import rank_hits
 
 PNG = REPO / "bench" / "metatool.png"
@@ -59,6 +59,8 @@ def _heldout(metrics: dict) -> dict:
 
 def _bm25_and_latency(results: Path) -> dict:
     """BM25 alone on dev, and the blended ranking's p50/p95 with the last C3 store."""
+    from threadpoolctl import threadpool_limits
+
     from mythloop.router import Router, get_embedder
     from mythloop.router.lexical import BM25
     from mythloop.router.ranker import name_text
@@ -74,7 +76,7 @@ def _bm25_and_latency(results: Path) -> dict:
     for p in dev:
         scores = bm25.scores(p.prompt)
         order = sorted(range(len(names)), key=lambda i: (-scores[i], i))
-        ranks.append([names[i] for i in order].index(p.expected_skill) + 1)
+        ranks.append(order.index(names.index(p.expected_skill)) + 1)
     out = {"bm25": {**rank_hits(ranks), "n": len(dev)}}
     for cond in ("c3", "c4"):
         store_path = results / f"{cond}-rep1" / "store.db"
@@ -93,8 +95,6 @@ def _bm25_and_latency(results: Path) -> dict:
                 router.rank_vector(v, 10, p.prompt)
                 times.append((time.perf_counter() - t0) * 1000)
             return sorted(times)
-
-        from threadpoolctl import threadpool_limits
 
         default = timed_ranks()
         with threadpool_limits(limits=1):  # one BLAS thread: no spin-waits on a busy machine
@@ -145,9 +145,8 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
            "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
            "--replicates", "1", "--results-dir", str(results)]
     child = run_child(cmd, cwd=REPO, timeout=timeout, log=workdir / "sweep.log")
-    figures = {"command": " ".join(cmd[2:]), "wall_s": child["wall_s"],
-               "peak_tree_rss_mb": child["peak_tree_rss_mb"], "returncode": child["returncode"],
-               "timed_out": child["timed_out"], "rounds": rounds, "noise": noise}
+    figures = {k: child[k] for k in ("wall_s", "peak_tree_rss_mb", "returncode", "timed_out")}
+    figures.update(rounds=rounds, noise=noise)
     if child["returncode"] != 0:
         figures["tail"] = child["tail"][-1500:]
         return figures
@@ -155,13 +154,10 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
     figures["heldout"] = _heldout(metrics)
     figures["round_times"] = {c: _round_times(results / f"{c}-rep1", rounds) for c in conditions}
     figures.update(_bm25_and_latency(results))
-    if plot:
+    if plot:  # the figure docs/blend.md shows
         _plot(figures["heldout"], figures["bm25"], PNG)
-        figures["plot"] = str(PNG.relative_to(REPO))
     return figures
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/metatool.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("metatool"))

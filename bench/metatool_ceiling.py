@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from common import METATOOL
+from common import METATOOL, part_main
 
 
 def rank_hits(ranks: list[int]) -> dict:
@@ -140,7 +140,5 @@ def run() -> dict:
     return out
 
 
-if __name__ == "__main__":  # the harness runs it: python bench/metatool_ceiling.py [--set KEY=VALUE]
-    from common import part_main
-
+if __name__ == "__main__":  # the harness runs it
     sys.exit(part_main("metatool_ceiling"))

@@ -15,13 +15,14 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from metatool_ceiling import METATOOL, embedded
-from metatool_ceiling import _hits as ceiling_hits
+from common import part_main
+from metatool_ceiling import METATOOL, _hits, embedded
 
-from mythloop.router.lexical import BM25, tokens
+from mythloop.router.lexical import BM25
 from mythloop.sweep.config import cold_skill_names
 
 KEEP = 20
+KEYS = {"c0", "prior", "lex", "wl", "wc", "body", "vote", "explore", "page"}  # of a variant
 CACHE = Path(tempfile.gettempdir()) / "mythloop-metatool-embedded.pkl"
 
 
@@ -36,97 +37,26 @@ def _load() -> dict:
     return e
 
 
-def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    """metatool_ceiling's hit@1 and hit@5."""
-    return {k: v for k, v in ceiling_hits(score, gold).items() if k != "mrr"}
-
-
-def _kept_text(e: dict, kept: list[int]) -> str:
-    return " ".join(e["train_texts"][i] for i in kept[-KEEP:])
-
-
-def _learned_docs(e: dict, helps: list[list[int]]) -> list[str]:
-    """Each skill's BM25 document: name, description and its kept helpful prompts."""
-    return [f"{d} {_kept_text(e, kept)}" for d, kept in zip(e["docs"], helps, strict=True)]
-
-
-def _lexical(docs: list[str], texts: list[str]) -> np.ndarray:
-    """The normalised BM25 score of each text against DOCS, (texts, docs)."""
-    index = BM25(docs)
-    return np.stack([index.normalised(t) for t in texts])
-
-
 def _score(e, q, texts, helps, present, v) -> np.ndarray:
-    """C4's score of each query (q, texts) over the skills under variant V (module docstring
-    of bench/metatool_cold.py and docs/performance.md name the keys); absent skills -inf."""
+    """C4's score of each query (q, texts) over the skills under variant V (docs/performance.md,
+    "bench/metatool_cold.py", names the keys); absent skills -inf."""
     n = e["full"].shape[0]
     semantic = np.maximum(q @ e["full"].T, q @ e["name"].T)
     if v.get("c0"):
         return np.where(present, semantic, -np.inf)
-    counts = np.array([min(len(k), KEEP) for k in helps], dtype=float)
     sums = np.zeros((n, e["train"].shape[1]))
     for j, kept in enumerate(helps):
         if kept:
             sums[j] = e["train"][kept[-KEEP:]].sum(axis=0)
-    n0 = v.get("prior", 0.0)
-    if v.get("center"):  # both sides centred: the share every prompt (or description) has
-        kept_all = [i for kept in helps for i in kept[-KEEP:]]
-        mu_p = e["train"][kept_all].mean(axis=0) if kept_all else np.zeros(e["train"].shape[1])
-        mu_d = e["full"].mean(axis=0)
-        d = e["full"] - mu_d
-        d /= np.linalg.norm(d, axis=1, keepdims=True)
-        mvec = sums - counts[:, None] * mu_p
-        mvec /= np.maximum(np.linalg.norm(mvec, axis=1, keepdims=True), 1e-12)
-        protos = n0 * d + counts[:, None] * mvec
-        protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
-        qc = q - mu_p
-        qc = qc / np.linalg.norm(qc, axis=1, keepdims=True)
-        help_match = qc @ protos.T
-    else:
-        protos = sums + n0 * e["full"]
-        protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
-        help_match = q @ protos.T
-    if v.get("relative"):  # the learned part counts only beyond what the description says
-        help_match = help_match - np.where(counts > 0, q @ e["full"].T, help_match)
-        help_match = np.maximum(help_match, 0.0) if v.get("relative") == "pos" else help_match
-    lex_mode = v.get("lex", "learned")
-    if lex_mode == "learned":
-        lex = _lexical(_learned_docs(e, helps), texts)
-    elif lex_mode == "novel":  # learned words only where no description has them
-        vocab = {w for d in e["docs"] for w in tokens(d)}
-        lex = _lexical([" ".join([d, *(w for i in kept[-KEEP:] for w in tokens(e["train_texts"][i])
-                                       if w not in vocab)])
-                        for d, kept in zip(e["docs"], helps, strict=True)], texts)
-    elif lex_mode == "pad":  # the description stands in for each missing learned prompt
-        pad = v.get("pad", 5)
-        lex = _lexical([" ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])]
-                                 + [d] * max(0, pad - len(kept[-KEEP:])))
-                        for d, kept in zip(e["docs"], helps, strict=True)], texts)
-    elif lex_mode == "standin":  # a skill without learned prompts: its body stands in
-        lex = _lexical([f"{d} {_kept_text(e, kept)}" if kept else f"{d} {body}"
-                        for d, kept, body in zip(e["docs"], helps, e["bodies"], strict=True)],
-                       texts)
-    elif lex_mode == "desc":
-        lex = _lexical(e["docs"], texts)
-    else:  # "bounded": description BM25 + learned-prompt BM25 scaled by the evidence
-        base = _lexical(e["docs"], texts)
-        learned_docs = [_kept_text(e, kept) for kept in helps]
-        ev = counts / (counts + v.get("k", 5.0))
-        if v.get("abs"):  # learned words on an absolute scale (their BM25 / T, at most 1)
-            index = BM25(learned_docs)
-            learned = np.stack([np.minimum(index.scores(t) / v["abs"], 1.0) for t in texts])
-            lex = base + v.get("wlearn", 1.0) / v.get("wl", 0.2) * ev * learned
-        elif v.get("mix"):  # a convex mix: the description stands in until evidence grows
-            mix = counts / (counts + v["mix"])
-            lex = (1 - mix) * base + mix * _lexical(learned_docs, texts)
-        elif v.get("mixfull"):  # the same with the learned document = description + prompts
-            mix = counts / (counts + v["mixfull"])
-            lex = (1 - mix) * base + mix * _lexical(_learned_docs(e, helps), texts)
-        elif v.get("sum"):
-            lex = base + ev * _lexical(learned_docs, texts)
-        else:
-            lex = np.maximum(base, ev * _lexical(learned_docs, texts))
-    score = semantic + v.get("wl", 0.2) * lex + v.get("wc", 1.0) * help_match
+    protos = sums + v.get("prior", 0.0) * e["full"]
+    protos /= np.maximum(np.linalg.norm(protos, axis=1, keepdims=True), 1e-12)
+    # BM25 over name + description ("desc"), or with the kept helpful prompts ("learned")
+    docs = e["docs"] if v.get("lex") == "desc" else [
+        " ".join([d, *(e["train_texts"][i] for i in kept[-KEEP:])])
+        for d, kept in zip(e["docs"], helps, strict=True)]
+    index = BM25(docs)
+    lexical = np.stack([index.normalised(t) for t in texts])
+    score = semantic + v.get("wl", 0.2) * lexical + v.get("wc", 1.0) * (q @ protos.T)
     if v.get("body"):  # the embedded SKILL.md body
         score += v["body"] * (q @ e["body"].T)
     kept_all = [i for kept in helps for i in kept[-KEEP:]]
@@ -135,15 +65,7 @@ def _score(e, q, texts, helps, present, v) -> np.ndarray:
         onehot[np.arange(len(kept_all)), e["train_gold"][kept_all]] = 1.0
         votes = np.exp((q @ e["train"][kept_all].T - 1.0) / 0.05) @ onehot
         score += v["vote"] * votes / np.maximum(votes.sum(axis=1, keepdims=True), 1e-12)
-    score = np.where(present, score, -np.inf)
-    if v.get("rerank"):  # learned words re-order the first stage's top k only
-        learned = _lexical(_learned_docs(e, helps), texts)
-        k = v["rerank"]
-        top = np.argsort(-score, axis=1)[:, :k]
-        rows = np.arange(score.shape[0])[:, None]
-        bonus = v.get("wr", 0.2) * (learned[rows, top] - (lex[rows, top] if v.get("delta") else 0))
-        score[rows, top] += 10.0 + bonus
-    return score
+    return np.where(present, score, -np.inf)
 
 
 def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
@@ -227,18 +149,25 @@ def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     for cond, rounds in metrics["per_round"].items():
         if conds and cond not in conds:
             continue
-        rows = []
+        out[cond] = []
         for r, s in sorted(rounds.items(), key=lambda kv: int(kv[0])):
+            split = "heldout_warm.hit@1" in s  # else no skill held back: every prompt is warm
             row = {"round": int(r)}
-            for part in ("warm", "cold"):
+            for part in ("warm", "cold") if split else ("warm",):
                 for k in ("hit@1", "hit@5"):
-                    # no skill held back: every held-out prompt is warm
-                    key = f"heldout_{part}.{k}" if "heldout_warm.hit@1" in s else f"heldout.{k}"
-                    if key in s and (part == "warm" or "heldout_warm.hit@1" in s):
+                    key = f"heldout_{part}.{k}" if split else f"heldout.{k}"
+                    if key in s:
                         row[f"{part} {k}"] = round(s[key]["mean"], 3)
-            rows.append(row)
-        out[cond] = rows
+            out[cond].append(row)
     return out
+
+
+def check(variants: dict | None = None, **_: object) -> None:
+    """Refuse, in one line, a variant key the replica does not know."""
+    bad = sorted({k for v in (variants or {}).values() for k in v} - KEYS)
+    if bad:
+        raise SystemExit(f"metatool_cold: no variant key {bad[0]!r}; the keys: "
+                         f"{', '.join(sorted(KEYS))}")
 
 
 def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
@@ -253,6 +182,4 @@ def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("metatool_cold"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from common import part_main
 from metatool_cold import replica
 
 VARIANTS = {"c4": {}, "c4 + body": {"body": 0.2}, "c4 + vote": {"vote": 0.5},
@@ -24,7 +25,5 @@ def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
             "seeds": list(seeds), "data": res["data"]}
 
 
-if __name__ == "__main__":  # the harness runs it: python bench/metatool_replica.py [--set KEY=VALUE]
-    from common import part_main
-
+if __name__ == "__main__":  # the harness runs it
     sys.exit(part_main("metatool_replica"))

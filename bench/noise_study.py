@@ -9,13 +9,11 @@ focus metrics; not part of `make bench`.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import REPO
+from common import part_main, sweep_cli
 
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
 
@@ -44,17 +42,10 @@ def run(noise: tuple = ("0", "0.2", "0.4"), conditions: tuple = ("c0", "c3", "c4
             "--replicates", "3", "--rounds", "4"]
     with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
         out = Path(results_dir or tmp)
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "sweep", *args,
-                               "--results-dir", str(out)], cwd=REPO)
-        wall = time.perf_counter() - t0
-        if proc.returncode:
-            raise SystemExit(f"noise_study: the sweep exited {proc.returncode}")
-        return {"command": "mythloop sweep " + " ".join(args), "wall_s": wall,
+        child = sweep_cli([*args, "--results-dir", str(out)], log=Path(tmp) / "sweep.log")
+        return {"command": "mythloop sweep " + " ".join(args), "wall_s": child["wall_s"],
                 **figures(out)}
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
     sys.exit(part_main("noise_study"))

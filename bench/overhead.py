@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ratio_stats, repo_on_path, stats
+from common import part_main, ratio_stats, repo_on_path, stats
 
 
 def _tasks() -> dict:
@@ -34,20 +34,6 @@ def _tasks() -> dict:
     return {"bare": bare, "mythloop": mythloop,
             "mythloop_llm_tag": mythloop.with_options(tags={LLM_TAG}),
             "mythloop_no_persist": mythloop.with_options(persist_result=False)}
-
-
-def _condition_run(workdir: Path):
-    """A realistic heavy task argument: the sweep's ConditionRun, opened (store, router)."""
-    from mythloop.sweep import ConditionRun, SweepConfig, load_prompts
-    from mythloop_flows.feedback_loop import _catalog, _embedder
-
-    config = SweepConfig(results_dir=workdir, rounds=1)
-    prompts, seed = load_prompts(config.resolved_prompts_file())
-    run = ConditionRun(config=config, cond="c3", replicate=1, results_dir=workdir,
-                       catalog=_catalog(config.resolved_pool()), prompts=prompts,
-                       base_seed=seed, embedder=_embedder(None))
-    run.open()
-    return run
 
 
 def measure(variants: list[str], n: int, payload: object = None) -> dict[str, float]:
@@ -73,7 +59,9 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
         start_server: bool = True) -> dict:
     """All figures as a dict (for `bench/run_all.py`)."""
     repo_on_path()
-    from sweep import prefect_server
+    from sweep import open_condition_run, prefect_server
+
+    from mythloop.sweep import SweepConfig
 
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ovh-")))
@@ -87,7 +75,9 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
         extra: dict[str, dict] = {}
         if breakdown:
             bn = breakdown_n or max(1, n // 2)
-            payload = _condition_run(workdir)
+            # a realistic heavy task argument: the sweep's ConditionRun, opened
+            payload = open_condition_run(SweepConfig(results_dir=workdir, rounds=1), "c3", 1,
+                                         workdir)
             names = ["mythloop_llm_tag", "mythloop_no_persist", "bare_payload",
                      "bare_payload_quoted"]
             for name, seconds in measure(names, bn, payload).items():
@@ -104,6 +94,4 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("overhead"))

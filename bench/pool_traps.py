@@ -49,9 +49,8 @@ def semantic_matrix(model, skills: list[Skill], queries: list[str]) -> np.ndarra
 
 def prompt_rows(spec: dict, heldout: bool) -> list[dict]:
     """Flatten prompts.yaml into rows with a kind."""
-    rows = []
-    for p in spec.get("in_distribution", []):
-        rows.append({**p, "kind": "trap" if p.get("trap_for") else "normal"})
+    rows = [{**p, "kind": "trap" if p.get("trap_for") else "normal"}
+            for p in spec.get("in_distribution", [])]
     rows += [{**p, "kind": "null"} for p in spec.get("null_prompts", [])]
     if heldout:
         rows += [{**p, "kind": "heldout"} for p in spec.get("heldout", [])]

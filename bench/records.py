@@ -107,9 +107,7 @@ def load(directory: Path = RECORDS) -> list[dict]:
     for path in sorted(directory.glob("*.jsonl")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
-                rec = json.loads(line)
-                rec["_at"] = f"{path.name}:{n}"
-                out.append(rec)
+                out.append({**json.loads(line), "_at": f"{path.name}:{n}"})
     return out
 
 

@@ -20,10 +20,7 @@ import records
 
 PAGE = Path(__file__).resolve().parent / "RESULTS.md"
 HISTORY_N = 6
-ORDER = ("router", "scale", "sweep", "film", "sandbox", "overhead", "metatool",
-         "metatool_cold", "c5", "c5_variants", "c5_scale", "bad_input", "noise_study", "intervals",
-         "analyze_speed", "film_quality")
-TITLES = {
+TITLES = {  # the parts in the page's order
     "router": "Router ranking (bench/router.py)",
     "scale": "Scale: PostgreSQL, workers, a task burst (bench/scale.py)",
     "sweep": "Sweep: Prefect flow vs plain loop (bench/sweep.py)",
@@ -35,12 +32,15 @@ TITLES = {
     "c5": "C5 on MetaTool (the sweep command)",
     "c5_variants": "C5 fine-tune settings (bench/c5_variants.py)",
     "c5_scale": "C0, C4 and C5 at 4,000 skills, per round and step (bench/c5_scale.py)",
+    "attack_study": "A judge the skills persuade: attack success and collateral "
+                    "(bench/attack_study.py)",
     "bad_input": "Bad input answers (bench/bad_input.py)",
     "noise_study": "Noise study (bench/noise_study.py)",
     "intervals": "Interval coverage (bench/intervals.py)",
     "analyze_speed": "`mythloop analyze` at MetaTool's size (bench/analyze_speed.py)",
     "film_quality": "Film quality: the two replay films (bench/film_quality.py)",
 }
+ORDER = tuple(TITLES)
 NARRATIVE = ("docs/performance.md (the film's speed, the sweep's profile), docs/blend.md "
              "(MetaTool, cold skills, C5), docs/statistics.md (the intervals and their "
              "coverage), docs/sandbox.md (the render sandbox)")
@@ -48,10 +48,8 @@ MODE = {"temporary_server": "no server running (a temporary one starts)",
         "server_up": "`mythloop server` already up"}
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, "==": operator.eq}
 TARGETS = [  # part, figure, target, op, bound
-    ("router", "sizes.skills=80.vectorised", "ranking p50 at 80 skills <= 1 ms", "<=", 1.0),
-    ("router", "sizes.skills=10000.vectorised", "ranking p50 at 10,000 skills <= 5 ms", "<=", 5),
-    ("router", "sizes.skills=100000.vectorised", "ranking p50 at 100,000 skills <= 50 ms",
-     "<=", 50),
+    *[("router", f"sizes.skills={n}.vectorised", f"ranking p50 at {n:,} skills <= {ms} ms", "<=",
+       ms) for n, ms in ((80, 1), (10_000, 5), (100_000, 50))],
     ("router", "sizes.skills=10000.speedup", ">= 20x faster than the per-skill loop at 10k",
      ">=", 20),
     ("router", "sizes.skills=100000.memory_ratio", "memory <= 2x the embedding matrix (100k)",
@@ -81,10 +79,7 @@ TARGETS = [  # part, figure, target, op, bound
     ("bad_input", "all_one_line", "every bad input answered in one line", "==", "True"),
 ]
 HEADLINES = [  # part, figure: their last HISTORY_N commits
-    ("film", "modes.temporary_server.film_over_plain"),
-    ("film", "modes.temporary_server.cpu_over_plain"),
-    ("film", "modes.server_up.film_over_plain"),
-    ("film", "modes.server_up.cpu_over_plain"),
+    *[("film", f"modes.{m}.{fig}") for m in MODE for fig in ("film_over_plain", "cpu_over_plain")],
     ("sweep", "flow_over_plain"),
     ("router", "sizes.skills=10000.vectorised"),
     ("metatool", "heldout.c4.3.hit@1"),
@@ -114,9 +109,8 @@ def value(rec: dict) -> str:
 
 
 def _load1(load: object) -> str:
-    if load is None:
-        return "?"
-    return f"{load[0]:g}" if isinstance(load, list) else f"{load:g}"
+    """The 1-minute load average of a record's [1, 5, 15] (or one number)."""
+    return "?" if load is None else f"{load[0] if isinstance(load, list) else load:g}"
 
 
 def where(rec: dict) -> list[str]:
@@ -133,15 +127,7 @@ def _key(rec: dict) -> tuple:
 
 def latest(recs: list[dict]) -> dict[tuple[str, str], dict]:
     """The latest record of each (part, figure), by date (then file order)."""
-    out: dict[tuple[str, str], dict] = {}
-    for rec in sorted(recs, key=_key):
-        out[(rec["part"], rec["figure"])] = rec
-    return out
-
-
-def _desc(text: str) -> tuple[int, ...]:
-    """A sort key that puts later dates first."""
-    return tuple(-ord(c) for c in text)
+    return {(rec["part"], rec["figure"]): rec for rec in sorted(recs, key=_key)}
 
 
 def _row(cells: list[str]) -> str:
@@ -170,12 +156,9 @@ def history(recs: list[dict]) -> list[str]:
            f"The last {HISTORY_N} commits each was measured at (the latest record per commit).",
            ""]
     for part, figure in HEADLINES:
-        per_commit: dict[str, dict] = {}
-        for rec in sorted((r for r in recs if (r["part"], r["figure"]) == (part, figure)),
-                          key=_key):
-            per_commit.pop(rec.get("commit") or "?", None)
-            per_commit[rec.get("commit") or "?"] = rec
-        rows = list(per_commit.values())[-HISTORY_N:]
+        mine = sorted((r for r in recs if (r["part"], r["figure"]) == (part, figure)), key=_key)
+        per_commit = {r.get("commit") or "?": r for r in mine}  # the latest record of each
+        rows = sorted(per_commit.values(), key=_key)[-HISTORY_N:]
         out += [f"### {part}: {figure}", "", "| value | commit | date | load | run |",
                 "|---|---|---|---|---|"]
         out += [_row([value(r), *where(r), r.get("run", "")]) for r in rows] or ["(no records)"]
@@ -186,10 +169,9 @@ def history(recs: list[dict]) -> list[str]:
 def part_section(part: str, recs: list[dict], last: dict) -> list[str]:
     mine = [r for r in recs if r["part"] == part]
     figures = list(dict.fromkeys(r["figure"] for r in mine))  # first-seen order
-    order = {f: i for i, f in enumerate(figures)}
-    # the latest run's figures first, each run's in the order they were recorded
-    shown = sorted((last[(part, f)] for f in figures),
-                   key=lambda r: (_desc(r.get("date") or ""), order[r["figure"]]))
+    # the latest run's figures first, each run's in the order they were recorded (a stable sort)
+    shown = sorted((last[(part, f)] for f in figures), key=lambda r: r.get("date") or "",
+                   reverse=True)
     runs = list(dict.fromkeys(r.get("run", "") for r in shown))
     by_run = {r.get("run", ""): r for r in shown}
     out = [f"## {TITLES.get(part, part)}", "", f"The latest record of each figure "

@@ -15,6 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from common import part_main
 
 from mythloop.router.ranker import Router, synthetic_skill
 from mythloop.settings import get_settings
@@ -70,11 +71,9 @@ def loop_scores(router: Router, q: np.ndarray) -> np.ndarray:
         count = ((h + 1) / (total + 2) - 0.5) * min(1.0, total / 10) if total else 0.0
         help_m = max((float(v @ q64) for v in contexts.get((i, False), [])), default=0.0)
         harm_m = max((float(v @ q64) for v in contexts.get((i, True), [])), default=0.0)
-        rel = {False: 0.0, True: 0.0}
-        for pol in (False, True):
-            sims = [reason_sims[j] for j in nearest
-                    if a.reason_skill[j] == i and bool(a.reason_harmful[j]) == pol]
-            rel[pol] = max(sims, default=0.0)
+        rel = {pol: max((reason_sims[j] for j in nearest if a.reason_skill[j] == i
+                         and bool(a.reason_harmful[j]) == pol), default=0.0)
+               for pol in (False, True)}
         status = a.status_name(i)
         if status == "archived":
             out[i] = -1.0
@@ -180,6 +179,4 @@ def check_targets(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("router"))

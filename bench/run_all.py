@@ -6,17 +6,10 @@ figures appended to bench/records/ as records, then bench/RESULTS.md regenerated
     python bench/run_all.py --only film --set repeats=3 --set rerun=false
     python bench/intervals.py --set sims=400       # the same: a part's own script runs it here
 
-Default parts: router, sweep, film, overhead, metatool (MetaTool's 199 tools from
-/work/shared/benchmarks), bad_input. On demand: scale (the PostgreSQL stack) and the studies
-(intervals, noise_study, analyze_speed, metatool_cold, metatool_ceiling,
-metatool_replica, pool_traps, fixture_study, film_quality, c5_variants, attack_study,
-c5_scale). A keyword a part's run() does not take, or one its check() refuses, is refused in
-one line before anything runs.
-Each child gets its own state and Prefect home, offline models and quiet logs; the harness
-measures its wall time, the CPU of its whole process tree (a cgroup where one can be made),
-the tree's peak memory, and the load average before and after, and waits first for the load
-to fall below the cores (`--quiet-wait`; a part that started busy is marked so on the page).
-A part that fails or runs out of time writes no record; the others still run.
+Default parts: DEFAULT_PARTS; the others (PARTS) on demand. What the harness measures of each
+child: docs/performance.md, "How each part measures". A keyword a part's run() does not take,
+or one its check() refuses, is refused in one line before anything runs. A part that fails or
+runs out of time writes no record; the others still run.
 """
 
 from __future__ import annotations
@@ -32,18 +25,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import common
 import records
 import report
-from common import (
-    REPO,
-    CpuMeter,
-    bench_env,
-    loadavg,
-    machine_info,
-    repo_on_path,
-    run_child,
-    wait_for_quiet,
-)
 
 from mythloop.fileio import write_json_atomic
 
@@ -51,13 +35,9 @@ DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
 PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "metatool_cold",
          "metatool_ceiling", "metatool_replica", "pool_traps", "fixture_study", "film_quality",
          "c5_variants", "attack_study", "c5_scale")
-QUICK_DIR = REPO / ".mythloop" / "bench" / "quick"
+QUICK_DIR = common.REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
              "metatool": 1800, "bad_input": 600}
-FULL = {"scale": {"tasks": 1000, "burst_timeout": 300.0},
-        "sweep": {"repeats": 3, "rounds": 6, "cli_repeats": 1},
-        "film": {"repeats": 3, "rerun": True}, "overhead": {"n": 200, "repeats": 3},
-        "metatool": {"rounds": 4}, "bad_input": {"repeats": 5}}
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
@@ -73,7 +53,7 @@ QUICK = {
 
 def run_part(name: str, kwargs: dict) -> dict:
     """Run one part in this process (the child); its figures."""
-    repo_on_path()
+    common.repo_on_path()
     module = __import__(name)
     for key in ("sizes", "modes", "seeds"):  # JSON gives lists where the parts take tuples
         if isinstance(kwargs.get(key), list):
@@ -86,16 +66,15 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
     out = workdir / f"{name}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name,
            "--kwargs", json.dumps(kwargs), "--json", str(out)]
-    load_before, limit = loadavg(), TIMEOUT_S.get(name, 3600) * factor
+    load_before, limit = common.loadavg(), TIMEOUT_S.get(name, 3600) * factor
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    with CpuMeter(name) as meter:
-        child = run_child(cmd, env=env, cwd=REPO, timeout=limit, log=workdir / f"{name}.log",
-                          meter=meter)
+    with common.CpuMeter(name) as meter:
+        child = common.run_child(cmd, env=env, cwd=common.REPO, timeout=limit,
+                                 log=workdir / f"{name}.log", meter=meter)
     result = json.loads(out.read_text()) if out.exists() else {}
-    result.update({"harness": {"wall_s": child["wall_s"], "cpu_s": child["cpu_s"],
-                               "peak_tree_rss_mb": child["peak_tree_rss_mb"],
-                               "cpu_method": child["cpu_method"]},
-                   "load_before": load_before, "load_after": loadavg(), "started": started})
+    harness = {k: child[k] for k in ("wall_s", "cpu_s", "peak_tree_rss_mb", "cpu_method")}
+    result.update({"harness": harness,
+                   "load_before": load_before, "load_after": common.loadavg(), "started": started})
     if child["timed_out"]:
         result["error"] = f"ran past its {limit:.0f} s limit and was stopped"
     elif child["returncode"] != 0 or "figures" not in result:
@@ -106,7 +85,7 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
 def check(name: str, kwargs: dict) -> None:
     """Refuse, in one line, a keyword the part's run() does not take, or what the part's own
     check() refuses, before anything runs."""
-    repo_on_path()
+    common.repo_on_path()
     module = __import__(name)
     params = inspect.signature(module.run).parameters
     unknown = [k for k in kwargs if k not in params]
@@ -151,28 +130,26 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"--set takes KEY=VALUE, not {bad[0]!r}")
     extra = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
-    sizes = QUICK if args.quick else FULL
     wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
     parts = [p for p in PARTS if p in wanted]
-    kwargs = {name: {**sizes.get(name, {}), **extra} for name in parts}
+    kwargs = {name: {**(QUICK.get(name, {}) if args.quick else {}), **extra} for name in parts}
     for name in parts:  # bad keywords are refused before anything runs or is written
         check(name, kwargs[name])
 
-    state = REPO / ".mythloop" / "bench"
+    state = common.REPO / ".mythloop" / "bench"
     state.mkdir(parents=True, exist_ok=True)
     prefect_home = Path(tempfile.mkdtemp(prefix="mythloop-bench-prefect-"))
-    env = bench_env(state)
-    env["PREFECT_HOME"] = str(prefect_home)
+    env = {**common.bench_env(state), "PREFECT_HOME": str(prefect_home)}
     cores = len(os.sched_getaffinity(0))
     quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if args.quick else 300)
-    machine = machine_info()
+    machine = common.machine_info()
     started = time.perf_counter()
     results: dict[str, dict] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
             for name in parts:
                 if quiet_wait:
-                    wait_for_quiet(cores, quiet_wait)
+                    common.wait_for_quiet(cores, quiet_wait)
                 print(f"[bench] {name} ...", flush=True)
                 results[name] = r = _child(name, kwargs[name], env, Path(tmp),
                                            args.timeout_factor)

@@ -6,12 +6,13 @@ How it measures: docs/performance.md, "bench/scale.py".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from collections import Counter
 
-from common import REPO
+from common import REPO, part_main
 
 from mythloop.procs import stop_process
 from mythloop_app.scale import api
@@ -62,14 +63,12 @@ def task_burst(database: str, n_tasks: int, timeout: float) -> dict:
         t0 = time.monotonic()
         flow_run_id = json.loads(id_file.read_text())["flow_run_id"]
         client_done = api_done = None
-        completed = 0
+        completed = 0  # task runs the API counts COMPLETED
         while time.monotonic() - t0 < timeout:
             if client_done is None and proc.poll() is not None:
                 client_done = time.monotonic() - t0
-            try:
+            with contextlib.suppress(api.ApiError, OSError):  # a busy server's 503: not yet
                 completed = api.task_run_count(stack.api_url, flow_run_id, "COMPLETED")
-            except (api.ApiError, OSError):  # a 503 from a busy server counts as "not yet"
-                pass
             if completed >= n_tasks:
                 api_done = time.monotonic() - t0
                 break
@@ -101,6 +100,4 @@ def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/scale.py [--set KEY=VALUE]
-    from common import part_main
-
     sys.exit(part_main("scale"))

@@ -12,29 +12,19 @@ import contextlib
 import io
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from unittest.mock import patch
 
-from common import (
-    REPO,
-    bench_env,
-    environ,
-    mythloop_cmd,
-    peak_rss_mb,
-    process_cpu_s,
-    ratio_stats,
-    repo_on_path,
-    run_child,
-    stats,
-    wait_until_idle,
-)
+import common
 
 from mythloop.fileio import write_text_atomic
 
-FAKE_GEMINI = REPO / "tests" / "fakes" / "gemini"
+FAKE_GEMINI = common.REPO / "tests" / "fakes" / "gemini"
 
 
 def seed_prompts_file(dst: Path) -> Path:
@@ -58,29 +48,31 @@ def seed_config(results_dir: Path, prompts_file: Path, rounds: int = 6):
                        results_dir=results_dir)
 
 
+def open_condition_run(config, cond: str, replicate: int, results_dir: Path):
+    """The sweep's ConditionRun of COND, opened (store, router), as the flow makes it."""
+    from mythloop.sweep import ConditionRun, load_prompts
+    from mythloop_flows.feedback_loop import _catalog, _embedder
+
+    prompts, base_seed = load_prompts(config.resolved_prompts_file())
+    run = ConditionRun(config=config, cond=cond, replicate=replicate, results_dir=results_dir,
+                       catalog=_catalog(config.resolved_pool()), prompts=prompts,
+                       base_seed=config.seed if config.seed is not None else base_seed,
+                       embedder=_embedder(config.embedder))
+    run.open()
+    return run
+
+
 def plain_sweep(config) -> dict:
     """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
     from mythloop.analysis import analyze
     from mythloop.fileio import write_json_atomic
-    from mythloop.sweep import ConditionRun, load_prompts
-    from mythloop_flows.feedback_loop import (
-        _catalog,
-        _contract,
-        _embedder,
-        _is_timeout,
-        _prepare_results_dir,
-    )
+    from mythloop_flows.feedback_loop import _contract, _is_timeout, _prepare_results_dir
 
     results_dir = _prepare_results_dir(config)
     failed = 0
     for replicate in range(1, config.replicates + 1):
         for cond in config.conditions:
-            prompts, base_seed = load_prompts(config.resolved_prompts_file())
-            run = ConditionRun(config=config, cond=cond, replicate=replicate,
-                               results_dir=results_dir, catalog=_catalog(config.resolved_pool()),
-                               prompts=prompts, base_seed=config.seed if config.seed is not None
-                               else base_seed, embedder=_embedder(config.embedder))
-            run.open()
+            run = open_condition_run(config, cond, replicate, results_dir)
             contract = _contract()
             done = set(run.completed_rounds())
             try:
@@ -118,13 +110,11 @@ def flow_sweep(config) -> dict:
     return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
 
 
-def _task_runs(results_dir: Path, config_rounds: int, per_turn: bool = False) -> int:
-    """Task runs of one sweep flow run: measure rounds, learning turns (one `learn` task per
-    round for an in-process judge, else one per turn), and the analysis."""
+def _task_runs(results_dir: Path, rounds: int) -> int:
+    """Task runs of one sweep flow run of an in-process judge: per shard and round one to
+    measure and one `learn` task, and the analysis."""
     shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
-    turns = sum(len((d / "turns.jsonl").read_text().splitlines()) for d in shards)
-    learn = turns if per_turn else len(shards) * config_rounds
-    return learn + len(shards) * config_rounds + 1
+    return 2 * len(shards) * rounds + 1
 
 
 def _metrics(results_dir: str) -> dict:
@@ -140,16 +130,14 @@ def prefect_server(start: bool = True):
     When PREFECT_API_URL is already set (a test harness, a `mythloop server`) that API is
     used and no start-up is measured (None).
     """
-    from prefect.settings import (
-        PREFECT_API_URL,
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
-        temporary_settings,
-    )
+    from prefect import settings
 
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        if PREFECT_API_URL.value() or not start:
+    with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        if settings.PREFECT_API_URL.value() or not start:
             yield {"startup_s": None, "server_pid": None, "server": None}
             return
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
         from prefect.server.api.server import SubprocessASGIServer
 
         t0 = time.perf_counter()
@@ -161,31 +149,20 @@ def prefect_server(start: bool = True):
         try:
             yield info
         finally:
-            _drain_workers()  # send queued logs and events while the server still answers
+            # send queued logs and events while the server still answers (best effort)
+            for worker in (APILogWorker, EventsWorker):
+                with contextlib.suppress(Exception):
+                    worker.drain_all(timeout=5)
             info["server_peak_rss_mb"] = _vm_hwm_mb(server.server_process.pid)
             server.stop()
 
 
-def _drain_workers() -> None:
-    """Flush Prefect's background log and event workers (best effort, 5 s each)."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    for worker in (APILogWorker, EventsWorker):
-        try:
-            worker.drain_all(timeout=5)
-        except Exception:  # a courtesy at shutdown; never fail the benchmark over it
-            pass
-
-
 def _vm_hwm_mb(pid: int) -> float | None:
     """Peak RSS (VmHWM) of a live process, MiB."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
     return None
 
 
@@ -204,23 +181,11 @@ def first_flow_seconds() -> float:
 
 def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    cmd = [*mythloop_cmd(), "sweep", "--judge", "simulated", "--noise", "0.2",
-           "--rounds", str(rounds), "--replicates", "1", "--prompts", str(prompts_file),
-           "--results-dir", str(workdir / f"cli-{time.time_ns()}")]
-    env = bench_env(state_dir)
-    result = run_child(cmd, env=env, cwd=REPO, timeout=600, log=workdir / "cli-sweep.log")
-    if result["returncode"] != 0:
-        raise RuntimeError(f"mythloop sweep failed (rc {result['returncode']}): "
-                           f"{result['tail'][-600:]}")
-    return result
-
-
-def _fake_gemini(workdir: Path) -> Path:
-    """The fake gemini CLI (tests/fakes) run by this interpreter, as an executable."""
-    exe = workdir / "gemini"
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GEMINI} \"$@\"\n", encoding="utf-8")
-    exe.chmod(0o755)
-    return exe
+    args = ["--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds), "--replicates",
+            "1", "--prompts", str(prompts_file), "--results-dir",
+            str(workdir / f"cli-{time.time_ns()}")]
+    return common.sweep_cli(args, env=common.bench_env(state_dir), log=workdir / "cli-sweep.log",
+                            timeout=600)
 
 
 def _turn_phase_s(results_dir: Path) -> float:
@@ -243,10 +208,13 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
     side by side in this run; the server is already up."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
-    exe = _fake_gemini(workdir)
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    exe = workdir / "gemini"  # the fake gemini CLI (tests/fakes), run by this interpreter
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GEMINI} \"$@\"\n", encoding="utf-8")
+    exe.chmod(0o755)
+    path = os.pathsep.join(p for p in (str(common.REPO), os.environ.get("PYTHONPATH")) if p)
+    fake = {"FAKE_MODE": "judge", "FAKE_DELAY": f"{delay_s:g}", "PYTHONPATH": path}
     runs = {}
-    with environ(FAKE_MODE="judge", FAKE_DELAY=f"{delay_s:g}", PYTHONPATH=path):
+    with patch.dict(os.environ, fake):
         for n in levels:
             config = SweepConfig(conditions=["c0", "c3"], rounds=rounds, replicates=1,
                                  judge="gemini", judge_options=JudgeOptions(command=str(exe)),
@@ -258,8 +226,8 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
             runs[n] = {"wall_s": wall, "turns_s": _turn_phase_s(Path(result["results_dir"])),
                        "failed_turns": result["failed_turns"],
                        "metrics": _metrics(result["results_dir"])}
-            _note(f"latency stand-in --concurrency {n}: {wall:.1f} s "
-                  f"(turns {runs[n]['turns_s']:.1f} s)")
+            common.note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
+                        f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
     return {
         "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
@@ -268,11 +236,6 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
         "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
         "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values()),
     }
-
-
-def _note(message: str) -> None:
-    """A progress line on stderr (stdout is captured while flows run)."""
-    print(f"[bench sweep] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
 def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
@@ -296,7 +259,7 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         profile: str | None = None) -> dict:
     """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
     flow run, written there."""
-    repo_on_path()
+    common.repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sweep-")))
@@ -312,77 +275,72 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         t0 = time.perf_counter()
         warm = plain_sweep(config())
         warmup_s = time.perf_counter() - t0
-        _note(f"warm-up plain run {warmup_s:.1f} s")
+        common.note("sweep", f"warm-up plain run {warmup_s:.1f} s")
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
             first_s = first_flow_seconds()
-            _note(f"server up in {server['startup_s'] or 0:.1f} s, first flow {first_s:.1f} s")
-            plain_s: list[float] = []
-            flow_s: list[float] = []
+            common.note("sweep", f"server up in {server['startup_s'] or 0:.1f} s, "
+                        f"first flow {first_s:.1f} s")
+            plain_s, flow_s = [], []
             cpu: dict[str, list[float]] = {"plain_client": [], "flow_client": [],
                                            "flow_server": [], "flow_server_after": []}
             spid = server["server_pid"]
             plain_peak = None
             for _ in range(repeats):
                 if spid:  # the server's backlog of the previous flow is not the loop's cost
-                    wait_until_idle(spid)
+                    common.wait_until_idle(spid)
                 c0, t0 = time.process_time(), time.perf_counter()
                 plain = plain_sweep(config())
                 plain_s.append(time.perf_counter() - t0)
                 cpu["plain_client"].append(time.process_time() - c0)
-                plain_peak = plain_peak or peak_rss_mb()  # before any flow ran in this process
-                s0 = process_cpu_s(spid) if spid else None
+                plain_peak = plain_peak or common.peak_rss_mb()  # before any flow ran here
+                s0 = common.process_cpu_s(spid) if spid else None
                 c0, t0 = time.process_time(), time.perf_counter()
                 flowed = flow_sweep(config())
                 flow_s.append(time.perf_counter() - t0)
                 cpu["flow_client"].append(time.process_time() - c0)
                 if s0 is not None:
-                    cpu["flow_server"].append(process_cpu_s(spid) - s0)
-                    cpu["flow_server_after"].append(wait_until_idle(spid))
-                _note(f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
-            latency = None
-            if latency_rounds:
-                if spid:
-                    wait_until_idle(spid)
-                latency = latency_stand_in(workdir, prompts_file, latency_rounds,
-                                           latency_delay_s)
-        task_runs = _task_runs(Path(flowed["results_dir"]), config_rounds=rounds)
-        same = _metrics(plain["results_dir"]) == _metrics(flowed["results_dir"])
-        same_as_warm = _metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
+                    cpu["flow_server"].append(common.process_cpu_s(spid) - s0)
+                    cpu["flow_server_after"].append(common.wait_until_idle(spid))
+                common.note("sweep", f"plain {plain_s[-1]:.1f} s, flow {flow_s[-1]:.1f} s")
+            if latency_rounds and spid:
+                common.wait_until_idle(spid)
+            latency = latency_stand_in(workdir, prompts_file, latency_rounds,
+                                       latency_delay_s) if latency_rounds else None
+        task_runs = _task_runs(Path(flowed["results_dir"]), rounds)
+        same = (_metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
+                == _metrics(flowed["results_dir"]))
         cli = []
         for _ in range(cli_repeats):
-            _note("mythloop sweep in a fresh process ...")
+            common.note("sweep", "mythloop sweep in a fresh process ...")
             cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
                 "MYTHLOOP_STATE_DIR", workdir / "state"))))
     startup = server["startup_s"]
-    result = {
+    cli_wall = common.stats([c["wall_s"] for c in cli])
+    peaks = {"bench_process_after_plain": plain_peak,
+             "bench_process_after_flow": common.peak_rss_mb(),
+             "prefect_server": server.get("server_peak_rss_mb")}
+    cli_peak = max((c["peak_tree_rss_mb"] for c in cli), default=None)
+    return {
         "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
                    "prompts": "in_distribution + null (13); held-out rows left out",
                    "judge": "simulated (noise 0.2)", "repeats": repeats},
         "warmup_plain_s": warmup_s,
         "prefect_startup_s": startup, "first_flow_s": first_s,
-        "plain_s": stats(plain_s), "flow_s": stats(flow_s),
-        "flow_over_plain": ratio_stats(flow_s, plain_s),
-        "same_metrics": same and same_as_warm,
+        "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
+        "flow_over_plain": common.ratio_stats(flow_s, plain_s),
+        "same_metrics": same,
         "task_runs": task_runs,
-        "cpu_s": {name: stats(values) for name, values in cpu.items()},
+        "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
         "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
-        "peak_rss_mb": {"bench_process_after_plain": plain_peak,
-                        "bench_process_after_flow": peak_rss_mb(),
-                        "prefect_server": server.get("server_peak_rss_mb")},
-        "cli": {"wall_s": stats([c["wall_s"] for c in cli]),
-                "peak_tree_rss_mb": max((c["peak_tree_rss_mb"] for c in cli), default=None)},
+        "peak_rss_mb": peaks,
+        "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
         "latency": latency,
+        # including start-up: the fresh CLI process when run, else start-up + flow
+        "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
+                     (startup or 0.0) + first_s + statistics.median(flow_s),
+                     "peak_rss_mb": cli_peak or max(v for v in peaks.values() if v is not None)},
     }
-    # Headline including start-up: the fresh CLI process when run, else start-up + flow.
-    wall = (result["cli"]["wall_s"]["median"] if cli else
-            (startup or 0.0) + first_s + result["flow_s"]["median"])
-    peak = result["cli"]["peak_tree_rss_mb"] or max(
-        v for v in result["peak_rss_mb"].values() if v is not None)
-    result["headline"] = {"wall_with_startup_s": wall, "peak_rss_mb": peak}
-    return result
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
-    from common import part_main
-
-    sys.exit(part_main("sweep"))
+    sys.exit(common.part_main("sweep"))
