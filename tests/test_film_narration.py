@@ -144,3 +144,49 @@ def test_cues_and_voice_lie_inside_their_scene_and_a_long_one_holds_its_picture(
     profile = luma_profile(film)
     bright = max(y for _, y in profile)
     assert min(y for t, y in profile if 1.7 <= t <= spans[0] - 0.6) > 0.8 * bright
+
+
+def _speech_spans(film: Path) -> list[tuple[float, float]]:
+    """Where the film's audio is not silent, by ffmpeg's silencedetect (pauses of 0.25 s or
+    more split it; espeak-ng's pauses inside a line without commas are shorter)."""
+    proc = subprocess.run(["ffmpeg", "-v", "info", "-nostats", "-i", str(film), "-vn", "-af",
+                           "silencedetect=noise=-40dB:d=0.25", "-f", "null", "-"],
+                          capture_output=True, text=True, check=True)
+    starts = [float(x) for x in re.findall(r"silence_start: ([\d.]+)", proc.stderr)]
+    ends = [float(x) for x in re.findall(r"silence_end: ([\d.]+)", proc.stderr)]
+    total = duration_of(film, "audio")
+    quiet = list(zip(starts, ends + [total] * (len(starts) - len(ends)), strict=True))
+    spans, at = [], 0.0
+    for begin, finish in quiet:
+        if begin > at + 0.05:
+            spans.append((at, begin))
+        at = finish
+    if total > at + 0.05:
+        spans.append((at, total))
+    return spans
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
+def test_with_a_voice_every_cue_spans_its_own_speech(tmp_path):
+    from mythloop.mythos.media.avmux import concat_videos
+
+    one = _clip(tmp_path / "one.mp4", 2.0)
+    two = _clip(tmp_path / "two.mp4", 9.0)
+    narration = [["Heat flows from hot to cold.", "It never runs the other way on its own.",
+                  "So the rod evens out."],
+                 ["A short line.", "Then a much longer line that goes on for quite a while "
+                  "before it ends.", "Done."]]
+    film = concat_videos([one, two], tmp_path / "film.mp4")
+    scenes = [{"label": "scene-01", "video": str(one), "duration": duration_of(one)},
+              {"label": "scene-02", "video": str(two), "duration": duration_of(two)}]
+    done = finish_film(film, scenes, narration, voice="espeak")
+    cues = _cues(Path(str(done.subtitles.srt)).read_text())
+    assert [text for _, _, text in cues] == [line for lines in narration for line in lines]
+    speech = _speech_spans(film)
+    assert len(speech) == len(cues), (speech, cues)
+    for (start, end, text), (said_from, said_to) in zip(cues, speech, strict=True):
+        assert abs(start - said_from) <= 0.3 and abs(end - said_to) <= 0.3, \
+            (text, (start, end), (said_from, said_to))
+    # the first scene's three lines outlast its 2 s: it was held, and the film is that long
+    assert done.voice is not None and [h["scene"] for h in done.voice.held] == ["scene-01"]
+    assert abs(done.duration - sum(done.scene_spans)) <= 0.1 and done.duration > 11.0

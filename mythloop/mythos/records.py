@@ -105,6 +105,8 @@ class VoiceInfo(_Open):
     speech_s: list[float] = Field(default_factory=list)
     held: list[dict[str, Any]] = Field(default_factory=list)
     track: str | None = None
+    # one per narration line: {scene, clip, start_s, end_s}, seconds from its scene's start
+    lines: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class MediaResult(BaseModel):

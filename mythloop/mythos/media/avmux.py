@@ -30,7 +30,8 @@ from mythloop import mediacheck, procs
 from mythloop.fileio import replacing
 from mythloop.mediacheck import MediaRejected, output_cap, tool_limits
 
-__all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "mux_film",
+__all__ = ["MuxError", "probe", "duration_of", "hold_last_frame", "speech_track", "trim_silence",
+           "mux_film",
            "poster_frame", "thumbnail_data_url", "frame_stats", "luma_profile", "last_picture_time",
            "concat_videos", "BURNT_STYLE", "burnt_band_share"]
 
@@ -225,9 +226,23 @@ def still_clip(image: Path, seconds: float, out: Path, *, fps: int = 15) -> Path
                      "-an", "-f", "mp4"], out, inputs=[image])
 
 
+_SILENCE_DB = -50  # quieter than this at a clip's ends is the engine's padding, not speech
+_TRIM = (f"silenceremove=start_periods=1:start_threshold={_SILENCE_DB}dB,areverse,"
+         f"silenceremove=start_periods=1:start_threshold={_SILENCE_DB}dB,areverse")
+
+
+def trim_silence(clip: Path, out: Path) -> Path:
+    """CLIP without the silence a speech engine pads it with at either end (espeak-ng adds
+    about 0.4 s after each line), as 16-bit mono at _AUDIO_RATE: its length is the speech's."""
+    return _produce([_ffmpeg(), "-y", "-v", "error", *_ONLY_FILES, "-f", "wav", "-i", str(clip),
+                     "-af", _TRIM, "-ar", str(_AUDIO_RATE), "-ac", "1", "-c:a", "pcm_s16le",
+                     "-f", "wav"], out, inputs=[clip])
+
+
 def speech_track(clips: Sequence[tuple[Path | None, float]], out: Path) -> Path:
     """One WAV: each (clip, span) in order, the clip padded with silence to exactly `span`
-    seconds (a missing clip is silence). Scene i's speech starts where scene i's picture does."""
+    seconds (a missing clip is silence): a clip starts where the spans before it end, so a
+    scene's first line starts where its picture does."""
     work = out.parent / f".{out.stem}.parts"
     work.mkdir(parents=True, exist_ok=True)
     try:

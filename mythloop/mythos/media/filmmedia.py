@@ -4,8 +4,10 @@
                                          one list of sentences per scene
     narration_for_scenes(curriculum, n)  the curriculum's act narratives, one list per scene
     finish_film(...)                     film.srt + film.vtt timed from the scene videos,
-                                         optional voice (a clip per scene, a scene held on
-                                         its last frame while its narration runs on), muxed
+                                         optional voice (a clip per narration line, laid one
+                                         after another from its scene's start, each cue
+                                         spanning its line's speech; a scene held on its
+                                         last frame while its narration runs on), muxed
                                          into film.mp4 (soft or burnt subtitles)
     poster_frame                         a PNG from the middle of the film
 """
@@ -23,9 +25,16 @@ from mythloop.mythos.media.avmux import (
     last_picture_time,
     mux_film,
     speech_track,
+    trim_silence,
 )
-from mythloop.mythos.media.subtitles import SceneNarration, cues_for_scenes, write_subtitles
-from mythloop.mythos.media.tts import get_engine
+from mythloop.mythos.media.subtitles import (
+    SceneNarration,
+    cues_for_scenes,
+    cues_for_speech,
+    speech_layout,
+    write_subtitles,
+)
+from mythloop.mythos.media.tts import get_engine, wav_duration
 from mythloop.mythos.records import MediaResult, SubtitlesInfo, VoiceInfo
 
 __all__ = ["scene_narrations", "narration_for_scenes", "finish_film"]
@@ -93,18 +102,26 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     """
     film = Path(film)
     work = film.parent / "voice"
-    clips: list[Path | None] = [None] * len(scenes)
-    speech: list[float] = [0.0] * len(scenes)
+    spoken = [[" ".join(line.split()) for line in lines if line and line.strip()]
+              for lines in narration]
+    clips: list[list[Path]] = [[] for _ in scenes]  # per scene, one clip per line
+    lengths: list[list[float]] = [[] for _ in scenes]  # their speech, silence trimmed
+    speech: list[float] = [0.0] * len(scenes)  # per scene: its last line's end
     engine_name = None
     if voice:
         engine = get_engine(voice)
         engine_name = engine.name
-        for i, (scene, lines) in enumerate(zip(scenes, narration, strict=True)):
-            text = " ".join(lines)
-            if text:
-                clip = work / f"{scene['label']}.wav"
-                speech[i] = engine.synthesize(text, clip)
-                clips[i] = clip
+        for i, (scene, lines) in enumerate(zip(scenes, spoken, strict=True)):
+            for j, line in enumerate(lines, start=1):
+                raw = work / f"{scene['label']}-{j:02d}.raw.wav"
+                clip = work / f"{scene['label']}-{j:02d}.wav"
+                engine.synthesize(line, raw)
+                trim_silence(raw, clip)
+                raw.unlink(missing_ok=True)
+                clips[i].append(clip)
+                lengths[i].append(wav_duration(clip))
+            if lines:
+                speech[i] = speech_layout(lengths[i])[-1][1]
     videos, held = [], []
     for i, scene in enumerate(scenes):
         video, duration = Path(scene["video"]), float(scene["duration"])
@@ -121,18 +138,35 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
         base = concat_videos(videos, work / "picture.mp4")
     spans = [duration_of(v, "video") or float(s["duration"]) for v, s in
              zip(videos, scenes, strict=True)]
-    cues = cues_for_scenes([SceneNarration(span, list(lines))
-                            for span, lines in zip(spans, narration, strict=True)])
+    audio, placed = None, []
+    if voice:
+        cues = cues_for_speech(spans, spoken, lengths)
+        # each line's clip padded to the next line's start (the last one to its scene's end)
+        parts: list[tuple[Path | None, float]] = []
+        for span, scene_clips, durations in zip(spans, clips, lengths, strict=True):
+            starts = [start for start, _ in speech_layout(durations)]
+            if not scene_clips:
+                parts.append((None, span))
+            for k, clip in enumerate(scene_clips):
+                until = starts[k + 1] if k + 1 < len(starts) else span
+                parts.append((clip, until - starts[k]))
+        audio = speech_track(parts, work / "voice.wav")
+        placed = [{"scene": scene["label"], "clip": str(clip), "start_s": round(start, 3),
+                   "end_s": round(end, 3)}
+                  for scene, scene_clips, durations in zip(scenes, clips, lengths, strict=True)
+                  for clip, (start, end) in zip(scene_clips, speech_layout(durations),
+                                                strict=True)]
+    else:
+        cues = cues_for_scenes([SceneNarration(span, lines)
+                                for span, lines in zip(spans, spoken, strict=True)])
     srt, vtt = write_subtitles(cues, film.with_suffix(""))
-    audio = speech_track(list(zip(clips, spans, strict=True)), work / "voice.wav") \
-        if voice else None
     mux_film(base, film, audio=audio, subtitles=srt, burn=burn)
     return MediaResult(
         subtitles=SubtitlesInfo(srt=str(srt), vtt=str(vtt), cues=len(cues), burnt=burn,
                                 soft_track=not burn),
-        voice=(VoiceInfo(engine=engine_name, clips=[str(c) if c else None for c in clips],
+        voice=(VoiceInfo(engine=engine_name, clips=[str(c) for cs in clips for c in cs],
                          speech_s=[round(s, 3) for s in speech], held=held,
-                         track=str(audio)) if voice else None),
+                         track=str(audio), lines=placed) if voice else None),
         scene_spans=[round(s, 3) for s in spans],
         duration=round(duration_of(film, "video"), 3),
     )

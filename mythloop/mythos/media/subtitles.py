@@ -1,9 +1,12 @@
 """Subtitles for a film: cues timed from each scene's measured duration, as SRT and WebVTT.
 
-A scene's narration lines share its time span in proportion to their length in words (a
-line of twelve words stays up longer than one of three), with a short gap between cues so
-players do not merge them. Times come from the stitched film (scene boundaries are the
-cumulative durations of the scene videos), never from the plan's estimates.
+With a voice (`cues_for_speech`), each narration line is spoken as its own clip and the
+clips of a scene follow one another from the scene's start, `LINE_PAUSE_S` apart
+(`speech_layout`): each cue spans exactly its own line's speech. Without one
+(`cues_for_scenes`), a scene's lines share its time span in proportion to their length in
+words (a line of twelve words stays up longer than one of three), with a short gap between
+cues so players do not merge them. Times come from the stitched film (scene boundaries are
+the cumulative durations of the scene videos), never from the plan's estimates.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from pathlib import Path
 
 from mythloop.fileio import write_text_atomic
 
-__all__ = ["Cue", "SceneNarration", "cues_for_scenes", "format_srt", "format_vtt",
-           "write_subtitles"]
+__all__ = ["Cue", "SceneNarration", "cues_for_scenes", "speech_layout", "cues_for_speech",
+           "LINE_PAUSE_S", "format_srt", "format_vtt", "write_subtitles"]
 
 _GAP_S = 0.08  # between two cues of one scene
 _MIN_CUE_S = 0.4
+LINE_PAUSE_S = 0.4  # silence between two spoken lines of one scene
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,35 @@ def cues_for_scenes(scenes: Sequence[SceneNarration]) -> list[Cue]:
                 cues.append(Cue(round(start, 3), round(shown_end, 3), line))
                 start = end
         offset += max(scene.duration, 0.0)
+    return cues
+
+
+def speech_layout(durations: Sequence[float]) -> list[tuple[float, float]]:
+    """Where each spoken line of one scene lies, in seconds from the scene's start: the lines
+    one after another, LINE_PAUSE_S apart, the first at 0. (start, end) per line."""
+    spans: list[tuple[float, float]] = []
+    start = 0.0
+    for duration in durations:
+        end = start + max(float(duration), 0.0)
+        spans.append((start, end))
+        start = end + LINE_PAUSE_S
+    return spans
+
+
+def cues_for_speech(spans: Sequence[float], lines: Sequence[Sequence[str]],
+                    speech: Sequence[Sequence[float]]) -> list[Cue]:
+    """Cues in film time for a voiced film: scene i lasts spans[i] seconds and speaks
+    lines[i], whose clips last speech[i] seconds each; every cue spans its line's speech as
+    `speech_layout` places it (clipped to its scene, which the voice step lengthens to fit)."""
+    cues: list[Cue] = []
+    offset = 0.0
+    for span, texts, durations in zip(spans, lines, speech, strict=True):
+        for text, (start, end) in zip(texts, speech_layout(durations), strict=True):
+            shown = " ".join(text.split())
+            if shown and end > start:
+                cues.append(Cue(round(offset + start, 3), round(offset + min(end, span), 3),
+                                shown))
+        offset += max(span, 0.0)
     return cues
 
 

@@ -1,6 +1,6 @@
 """Text-to-speech for a film's voice-over, behind one small interface.
 
-An engine turns one scene's narration into a WAV clip and says how long it is. The only
+An engine turns one narration line into a WAV clip and says how long it is. The only
 engine today is espeak-ng (offline, a Debian package that `make setup` installs); another
 engine registers itself with `@register_engine` and is then usable as `--voice NAME` and
 reported by `mythloop doctor`.
