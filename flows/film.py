@@ -260,8 +260,8 @@ class _FilmScenes:
         manifest.update(film={"file": str(target), "duration": stitched.duration,
                               "scene_durations_sum": book.duration_sum(),
                               "method": "ffmpeg concat demuxer, -c copy"})
-        say(f"[film] stitch           -> {target} ({stitched.duration:.1f} s, "
-            f"{len(videos)} scenes)")
+        # its length is said once the voice is in: held frames may lengthen the film
+        say(f"[film] stitch           -> {target} ({len(videos)} scenes)")
         self.progress.step()
         media = steps.finish_media.with_options(task_run_name="subtitles-and-voice")(
             str(target), book.scene_media(), self.narration, self.request.voice,
@@ -274,7 +274,8 @@ class _FilmScenes:
         voiced = (f", voice {media.voice.engine}" if media.voice else "")
         say(f"[film] subtitles        -> {media.subtitles.srt} "
             f"({media.subtitles.cues} cues{voiced}"
-            f"{', burnt in' if self.request.burn_subtitles else ''})")
+            f"{', burnt in' if self.request.burn_subtitles else ''}; "
+            f"film {media.duration:.1f} s)")
         self.progress.step()
         return str(target)
 

@@ -50,7 +50,7 @@ def test_narration_follows_acts_or_is_shared_out():
 @pytest.mark.usefixtures("prefect_harness")
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 def test_voiced_film_has_one_audio_track_in_step_and_subtitles_per_scene(tmp_path,
-                                                                        monkeypatch):
+                                                                        monkeypatch, capsys):
     topic = "tiny scenes voiced"
     monkeypatch.setenv("MYTHLOOP_CASSETTE_DIR", str(_tiny_cassettes(
         tmp_path / "cassettes", topic, SCENE_2_FIXED)))
@@ -66,6 +66,11 @@ def test_voiced_film_has_one_audio_track_in_step_and_subtitles_per_scene(tmp_pat
     assert abs(audio_s - video_s) <= 1.0
     # the narration runs longer than the one-second scenes: they are held, not cut off
     assert manifest["voice"]["held"] and video_s > sum(s["duration"] for s in manifest["scenes"])
+    # the length printed is the finished film's (held frames included), said once
+    said = [ln for ln in capsys.readouterr().out.splitlines()
+            if re.search(r"\d s\b|\d s\)", ln) and ln.startswith(("[film] stitch",
+                                                                    "[film] subtitles"))]
+    assert len(said) == 1 and said[0].endswith(f"film {video_s:.1f} s)"), said
     srt = (film.parent / "film.srt").read_text()
     assert (film.parent / "film.vtt").read_text().startswith("WEBVTT")
     spans = manifest["film"]["scene_spans"]
