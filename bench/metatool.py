@@ -137,7 +137,12 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
         return {"absent": f"{METATOOL} holds no train.json"}
     import tempfile
 
-    workdir = Path(tempfile.mkdtemp(prefix="mythloop-metatool-"))
+    with tempfile.TemporaryDirectory(prefix="mythloop-metatool-") as tmp:  # gone afterwards
+        return _run(Path(tmp), rounds, conditions, noise, timeout, plot)
+
+
+def _run(workdir: Path, rounds: int, conditions: tuple[str, ...], noise: float, timeout: float,
+         plot: bool) -> dict:
     results = workdir / "sweep"
     cmd = [sys.executable, "-m", "mythloop_app.cli", "sweep",
            "--pool", str(METATOOL / "pool"), "--prompts", str(METATOOL / "train.json"),

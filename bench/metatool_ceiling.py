@@ -30,8 +30,8 @@ def _scores(router, dev, vecs) -> dict:
 
 
 def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    """hit@1, hit@5 and MRR (0 outside the top 10) of a (queries, skills) score matrix; ties
-    count against the gold skill."""
+    """hit@1, hit@5 and MRR (0 outside the top 10) of a (queries, skills) score matrix; a
+    skill that ties with the gold one does not push it down (rank = 1 + strictly higher)."""
     rank = (score > score[np.arange(gold.shape[0]), gold][:, None]).sum(axis=1) + 1
     return {"hit@1": round(float(np.mean(rank == 1)), 3), "hit@5": round(float(np.mean(rank <= 5)), 3),
             "mrr": round(float(np.mean(np.where(rank <= 10, 1.0 / rank, 0.0))), 3)}
