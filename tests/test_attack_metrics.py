@@ -99,6 +99,8 @@ def test_collateral_pairs_the_attacked_sweep_with_the_clean_one(tmp_path):
     assert rows[("c3", 1)]["attacked attack.heldout.top1_rate"]["mean"] == pytest.approx(0.5)
     assert rows[("c3", 1)]["clean attack.heldout.top1_rate"] is None  # no injected skill
     comparison = compare(side_from_dir(clean), side_from_dir(attacked))
+    # the clean sweep's record has no `persuade` at all: it reads as 0, not as None
+    assert {"field": "persuade", "a": 0.0, "b": 0.5} in comparison.config_differences
     text = render_markdown(comparison)
     assert "## Attack: collateral and attack success" in text and "-0.500" in text
     assert "attack" in comparison.as_dict()

@@ -202,8 +202,12 @@ def compare(a: Side, b: Side) -> Comparison:
     conds = [c for c in a.values if c in b.values]
     if not conds:
         raise CompareError("not comparable: the two sweeps share no condition")
-    diffs = [{"field": f, "a": a.fields.get(f), "b": b.fields.get(f)} for f in CONFIG_FIELDS
-             if a.fields.get(f) != b.fields.get(f)]
+    def field(side: Side, name: str) -> Any:  # the records keep `persuade` only when set
+        value = side.fields.get(name)
+        return float(value or 0.0) if name == "persuade" else value
+
+    diffs = [{"field": f, "a": field(a, f), "b": field(b, f)} for f in CONFIG_FIELDS
+             if field(a, f) != field(b, f)]
     if a.last_round != b.last_round and not any(d["field"] == "rounds" for d in diffs):
         diffs.append({"field": "last round", "a": a.last_round, "b": b.last_round})
     seeds_a, seeds_b = a.fields.get("replicate_seeds") or {}, b.fields.get("replicate_seeds") or {}
