@@ -353,12 +353,11 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
             # no Prefect timeout (a task in a worker thread cannot be interrupted), its tag
             # only: render_scene kills the render's process group at its own deadline. A
             # failed render is a Failed (a stopped one a Crashed) run that holds the render.
+            key = scene_cache_key(book.header, code, request.quality, unit.name)
             render_state = with_timeout(steps.render_scene_task, scenes.timeout, enforced=False,
                                         task_run_name=f"render-{unit.label}{suffix}")(
                 str(path), unit.name, request.quality, scenes.timeout,
-                str(scenes.session.run_dir / "render" / unit.label),
-                scene_cache_key(book.header, code, request.quality, unit.name),
-                not request.fresh,
+                str(scenes.session.run_dir / "render" / unit.label), key, not request.fresh,
                 scene_zooms(scenes.session.run_dir, unit.index, len(scenes.units)),
                 return_state=True)
             rendered = _rendered(render_state)
@@ -371,7 +370,7 @@ def _scene_steps(scenes: _FilmScenes, unit: SceneUnit) -> None:
                                 good, attempt, scenes.rules, layout_repaired)
             error = rendered.message
             if step.action in ("accept", "accept_then_repair"):
-                good = book.accept(unit, code, version, rendered)
+                good = book.accept(unit, code, version, rendered, key)
             if step.action == "accept":
                 return
             if step.action == "accept_then_repair" and good is not None:

@@ -190,3 +190,85 @@ def test_with_a_voice_every_cue_spans_its_own_speech(tmp_path):
     # the first scene's three lines outlast its 2 s: it was held, and the film is that long
     assert done.voice is not None and [h["scene"] for h in done.voice.held] == ["scene-01"]
     assert abs(done.duration - sum(done.scene_spans)) <= 0.1 and done.duration > 11.0
+
+
+# -- without a voice: each cue on the shot it describes --------------------------------
+
+_TITLE = "Why does heat spread?"
+_LINES = ["Why does heat spread out?", "A metal rod is hot in the middle.",
+          "Let time run and the bump sinks toward flat."]
+# a scene as scenekit writes it: (step, seconds, lane caption on screen during it)
+_STEPS = [("play", 1.0, None), ("wait", 0.8, None), ("play", 1.2, None),  # title, a drawing
+          ("play", 0.36, "A metal rod, hot in the middle"), ("wait", 1.3, "A metal rod, hot in the middle"),
+          ("play", 0.24, "A metal rod, hot in the middle"),  # CaptionLane.show: out, then in
+          ("play", 0.36, "Let time run: the bump sinks"), ("play", 1.5, "Let time run: the bump sinks"),
+          ("wait", 0.7, "Let time run: the bump sinks"),
+          ("play", 0.4, "Let time run: the bump sinks"), ("wait", 0.4, None)]  # end_scene
+
+
+def _probe_record(steps, sample: float = 0.25) -> dict:
+    """The layout record the probe writes for STEPS (a sample every SAMPLE seconds of a play,
+    one after each wait, one at the end), read back as the film reads it."""
+    from mythloop.mythos.sandbox.layout_record import parse_record
+
+    snaps, t, plays, waits = [], 0.0, 0, 0
+    for kind, seconds, caption in steps:
+        items = [{"kind": "text", "label": _TITLE, "box": [-3.0, 2.5, 3.0, 3.5]}]
+        if caption:
+            items.append({"kind": "text", "label": caption, "box": [-4.0, -2.5, 4.0, -2.0],
+                          "lane": "caption"})
+        at = []
+        if kind == "play":
+            plays += 1
+            k = 1
+            while k * sample < seconds - 1e-6:
+                at.append((f"play {plays} at {k * sample:.2f}s", t + k * sample))
+                k += 1
+        else:
+            waits += 1
+            at.append((f"wait {waits}", t + seconds))
+        snaps += [{"at": a, "t": round(when, 3), "frame": [14.2, 8.0], "items": items}
+                  for a, when in at]
+        t += seconds
+    snaps.append({"at": "end", "t": round(t, 3), "frame": [14.2, 8.0], "items": snaps[-1]["items"]})
+    record, problem = parse_record(json.dumps({"pixel_height": 480, "probe_version": 5,
+                                               "sample_s": sample, "snapshots": snaps}).encode())
+    assert problem is None, problem
+    return record
+
+
+def _true_shots(steps) -> list[tuple[float, float]]:
+    """Where the opening and each caption really are, from the steps themselves."""
+    shots, t, shown = [], 0.0, None
+    for _, seconds, caption in steps:
+        if caption != shown:
+            if shots:
+                shots[-1][1] = t
+            if caption is not None:
+                shots.append([t, t])
+            shown = caption
+        t += seconds
+    first = shots[0][0]
+    return [(0.0, first)] + [(a, b) for a, b in shots]
+
+
+def test_without_a_voice_every_cue_spans_its_shot():
+    from mythloop.mythos.media.subtitles import SceneNarration, caption_shots, cues_for_scenes
+
+    length = round(sum(seconds for _, seconds, _ in _STEPS), 3)
+    shots = caption_shots(_probe_record(_STEPS))
+    quiet = SceneNarration(4.0, ["A scene whose render reported no captions.", "Shared."])
+    scenes = [SceneNarration(length, _LINES, shots), quiet,
+              SceneNarration(length, list(reversed(_LINES[1:])) + [_LINES[0]], shots)]
+    cues = cues_for_scenes(scenes)
+    truth = _true_shots(_STEPS)
+    assert [c.text for c in cues[:3]] == _LINES
+    for cue, (start, end) in zip(cues[:3], truth, strict=True):
+        assert abs(cue.start - start) <= 0.5 and abs(cue.end - end) <= 0.5, (cue, start, end)
+    # a scene with no shots shares its span by words, inside it
+    assert [c.text for c in cues[3:5]] == quiet.lines
+    assert length <= cues[3].start < cues[3].end <= cues[4].start < cues[4].end <= length + 4.0
+    # lines never run backwards in time: out of order, they share the shots that keep order
+    later = cues[5:]
+    assert all(length + 4.0 <= c.start for c in later)
+    assert [c.start for c in later] == sorted(c.start for c in later)

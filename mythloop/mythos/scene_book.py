@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from mythloop.fileio import write_text_if_changed
 from mythloop.mythos.code.scenes import SceneUnit, join_film, scene_file_text
 from mythloop.mythos.media.avmux import duration_of
+from mythloop.mythos.media.subtitles import Shot, caption_shots
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
     FailedScene,
@@ -26,6 +27,7 @@ from mythloop.mythos.records import (
     StaticCheck,
     VerifyResult,
 )
+from mythloop.mythos.sandbox.scene_cache import SceneCache
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
     FilmFailed,
@@ -61,6 +63,7 @@ class SceneBook:
         self.records: dict[int, SceneRecord] = {}
         self.code: dict[int, str] = {u.index: u.code for u in units}
         self.interrupted_scenes: set[int] = set()  # the scenes a stop cut short
+        self.shots: dict[int, list[Shot]] = {}  # per scene, its accepted video's shots
 
     # -- records -----------------------------------------------------------------------
     def open(self, narration: list[list[str]], sources: list[str | None]) -> None:
@@ -115,13 +118,19 @@ class SceneBook:
         if rendered.ok and rendered.layout_findings is not None:
             self.record(unit, layout=rendered.layout_findings)
 
-    def accept(self, unit: SceneUnit, code: str, version: str, rendered: SceneRender) -> Good:
-        """A rendered video becomes the scene's video (`scenes/scene-03.mp4`)."""
+    def accept(self, unit: SceneUnit, code: str, version: str, rendered: SceneRender,
+               cache_key: str | None = None) -> Good:
+        """A rendered video becomes the scene's video (`scenes/scene-03.mp4`); its shots are
+        read from the layout record the scene cache keeps under CACHE_KEY (for the
+        subtitles of a film without a voice)."""
         assert rendered.video_path, "an accepted render has a video"
         video = self.dir / f"{unit.label}.mp4"
         if not (video.is_file() and filecmp.cmp(rendered.video_path, video, shallow=False)):
             shutil.copyfile(rendered.video_path, video)  # (a resumed film keeps its own)
         duration = round(duration_of(video), 3)
+        record = SceneCache().layout_record(cache_key) if cache_key else None
+        with self.lock:
+            self.shots[unit.index] = caption_shots(record) if record else []
         self.record(unit, ok=True, video=str(video), duration=duration)
         return good_from(code, version, str(video), duration, rendered.layout_findings)
 
@@ -220,7 +229,9 @@ class SceneBook:
     def scene_media(self) -> list[dict[str, Any]]:
         """The scenes as the subtitles-and-voice step reads them."""
         return [{"label": u.label, "video": self.records[u.index].video,
-                 "duration": self.records[u.index].duration} for u in self.units]
+                 "duration": self.records[u.index].duration,
+                 "shots": [[s.start, s.end, s.text] for s in self.shots.get(u.index, [])]}
+                for u in self.units]
 
     def videos(self) -> list[str]:
         return [str(self.records[u.index].video) for u in self.units]

@@ -3,7 +3,9 @@
     scene_narrations(texts, curriculum)  each scene's own narration (codegen's NARRATION),
                                          one list of sentences per scene
     narration_for_scenes(curriculum, n)  the curriculum's act narratives, one list per scene
-    finish_film(...)                     film.srt + film.vtt timed from the scene videos,
+    finish_film(...)                     film.srt + film.vtt timed from the scene videos
+                                         (without a voice, each cue on the shot it
+                                         describes, from the render's layout record),
                                          optional voice (a clip per narration line, laid one
                                          after another from its scene's start, each cue
                                          spanning its line's speech; a scene held on its
@@ -29,6 +31,7 @@ from mythloop.mythos.media.avmux import (
 )
 from mythloop.mythos.media.subtitles import (
     SceneNarration,
+    Shot,
     cues_for_scenes,
     cues_for_speech,
     speech_layout,
@@ -92,11 +95,19 @@ def scene_narrations(texts: Sequence[str],
     return lines, sources
 
 
+def _shots(scene: dict) -> list[Shot]:
+    """The scene's shots as the scene book hands them on ([start, end, text] each)."""
+    return [Shot(float(start), float(end), str(text))
+            for start, end, text in scene.get("shots") or ()]
+
+
 def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence[str]], *,
                 voice: str | None = None, burn: bool = False) -> MediaResult:
     """Subtitles (and with `voice` a spoken track) for the stitched FILM, muxed into it.
 
-    `scenes` are the film's scenes in order, each with `label`, `video` and `duration`.
+    `scenes` are the film's scenes in order, each with `label`, `video` and `duration`, and
+    optionally `shots` ([start, end, text] in scene time, `subtitles.caption_shots`): without
+    a voice each cue then spans the shot it describes, else its scene's share by words.
     Returns what the manifest records: the subtitle files, cues, voice clips and timings
     (a MediaResult without the poster).
     """
@@ -157,8 +168,9 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
                   for clip, (start, end) in zip(scene_clips, speech_layout(durations),
                                                 strict=True)]
     else:
-        cues = cues_for_scenes([SceneNarration(span, lines)
-                                for span, lines in zip(spans, spoken, strict=True)])
+        cues = cues_for_scenes([SceneNarration(span, lines, _shots(scene))
+                                for span, lines, scene in zip(spans, spoken, scenes,
+                                                              strict=True)])
     srt, vtt = write_subtitles(cues, film.with_suffix(""))
     mux_film(base, film, audio=audio, subtitles=srt, burn=burn)
     return MediaResult(

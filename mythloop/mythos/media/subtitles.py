@@ -3,21 +3,27 @@
 With a voice (`cues_for_speech`), each narration line is spoken as its own clip and the
 clips of a scene follow one another from the scene's start, `LINE_PAUSE_S` apart
 (`speech_layout`): each cue spans exactly its own line's speech. Without one
-(`cues_for_scenes`), a scene's lines share its time span in proportion to their length in
-words (a line of twelve words stays up longer than one of three), with a short gap between
-cues so players do not merge them. Times come from the stitched film (scene boundaries are
-the cumulative durations of the scene videos), never from the plan's estimates.
+(`cues_for_scenes`), each cue spans the shot it describes: the scene's shots are read from
+its render's layout record (`caption_shots`: the opening up to the first lane caption, then
+one shot per caption of `mythloop.scenekit.CaptionLane`, from the play that fades it in to
+the play that fades it out), each line goes to the shot whose words it shares most, in
+order (`align_lines`), and holds until the next line's shot starts. A scene whose render
+reported no caption timeline falls back to sharing its time span among its lines in
+proportion to their length in words. A short gap is left between cues so players do not
+merge them. Times come from the stitched film (scene boundaries are the cumulative
+durations of the scene videos), never from the plan's estimates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mythloop.fileio import write_text_atomic
 
-__all__ = ["Cue", "SceneNarration", "cues_for_scenes", "speech_layout", "cues_for_speech",
+__all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "align_lines", "cues_for_scenes", "speech_layout", "cues_for_speech",
            "LINE_PAUSE_S", "format_srt", "format_vtt", "write_subtitles"]
 
 _GAP_S = 0.08  # between two cues of one scene
@@ -33,20 +39,126 @@ class Cue:
 
 
 @dataclass(frozen=True)
+class Shot:
+    """One shot of a scene, in seconds from the scene's start, and the words shown in it."""
+
+    start: float
+    end: float
+    text: str
+
+
+@dataclass(frozen=True)
 class SceneNarration:
-    """One scene of the stitched film: its measured duration and the lines spoken over it."""
+    """One scene of the stitched film: its measured duration, the lines spoken over it and
+    its shots (empty: its render reported no caption timeline)."""
 
     duration: float
     lines: Sequence[str]
+    shots: Sequence[Shot] = field(default_factory=tuple)
+
+
+_PLAY = re.compile(r"^play \d+ at (\d+\.\d+)s$")
+_WORD = re.compile(r"[a-z]{3,}")
+
+
+def caption_shots(record: Mapping) -> list[Shot]:
+    """A scene's shots from its layout record (`layout_record.parse_record`'s dict): the
+    opening, up to the first lane caption, then one shot per caption on screen. A caption
+    starts with the play that first shows it (a sample "play 4 at 0.25s" at t says play 4
+    began at t - 0.25) and ends with the first play without it, or one sample interval after
+    it was last seen; [] when the record shows no lane caption."""
+    sample = float(record.get("sample_s") or 0.25)
+    spans: list[list] = []  # [start, end, label], in order of appearance
+    openers: list[str] = []
+    current: list | None = None
+    last_t = 0.0
+    for snap in record.get("snapshots", ()):
+        t = float(snap["t"])
+        played = _PLAY.match(snap["at"])
+        began = max(last_t, t - float(played.group(1))) if played else t
+        captions = [i["label"] for i in snap["items"] if i.get("lane") == "caption"]
+        label = captions[-1] if captions else None
+        if current is not None and current[2] != label:
+            current[1] = min(began, last_t + sample) if label is None else began
+            current = None
+        if label is not None and current is None:
+            current = [began if played else last_t, t, label]
+            spans.append(current)
+        elif current is not None:
+            current[1] = t
+        if not spans:
+            openers += [i["label"] for i in snap["items"]
+                        if i.get("kind") in ("text", "math") and i["label"] not in openers]
+        last_t = t
+    if current is not None:
+        current[1] = last_t
+    if not spans:
+        return []
+    shots = [Shot(0.0, spans[0][0], " ".join(openers))] if spans[0][0] > 0 else []
+    return shots + [Shot(start, max(end, start), text) for start, end, text in spans]
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def align_lines(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
+    """For each line, the index of the shot it describes: lines and shots both run in the
+    order the scene shows them, so the indexes never go back; among such assignments the
+    one whose lines share the most words with their shots (ties: the earlier shots)."""
+    n, m = len(lines), len(shots)
+    words = [_words(s.text) for s in shots]
+    score = [[len(_words(line) & w) / (len(w) or 1) for w in words] for line in lines]
+    best = [[0.0] * m for _ in range(n)]  # best[i][k]: lines 0..i placed, line i on shot k
+    for i in range(n):
+        running = float("-inf") if i else 0.0
+        for k in range(m):
+            if i:
+                running = max(running, best[i - 1][k])
+            best[i][k] = running + score[i][k]
+    chosen: list[int] = []
+    k = m - 1
+    for i in range(n - 1, -1, -1):
+        row = best[i]
+        k = max(range(k + 1), key=lambda j: (row[j], -j))
+        chosen.append(k)
+    return chosen[::-1]
+
+
+def _timed_cues(offset: float, duration: float, lines: list[str],
+                shots: Sequence[Shot]) -> list[Cue]:
+    """One scene's cues from its shots: each line from its shot's start until the next
+    line's shot starts (lines sharing a shot share it by words; the last line holds until
+    its last shot's end)."""
+    place = align_lines(lines, shots)
+    cues: list[Cue] = []
+    for k in sorted(set(place)):
+        group = [line for line, at in zip(lines, place, strict=True) if at == k]
+        later = [at for at in place if at > k]
+        start = shots[k].start
+        end = shots[later[0]].start if later else max(s.end for s in shots[k:])
+        end = min(max(end, start), duration)
+        total = float(sum(max(len(line.split()), 1) for line in group))
+        for line in group:
+            until = start + (end - start) * max(len(line.split()), 1) / total
+            shown = max(until - _GAP_S, start + min(_MIN_CUE_S, until - start))
+            if until > start:
+                cues.append(Cue(round(offset + start, 3), round(offset + shown, 3), line))
+            start = until
+    return cues
 
 
 def cues_for_scenes(scenes: Sequence[SceneNarration]) -> list[Cue]:
-    """Cues in film time; every cue lies inside its scene's span [offset, offset + duration]."""
+    """Cues in film time; every cue lies inside its scene's span [offset, offset + duration].
+    A scene with shots times each line to its shot; one without them (its render reported
+    no caption timeline) shares its span among its lines by word count."""
     cues: list[Cue] = []
     offset = 0.0
     for scene in scenes:
         lines = [" ".join(line.split()) for line in scene.lines if line and line.strip()]
-        if lines and scene.duration > 0:
+        if lines and scene.duration > 0 and scene.shots:
+            cues += _timed_cues(offset, scene.duration, lines, scene.shots)
+        elif lines and scene.duration > 0:
             weights = [max(len(line.split()), 1) for line in lines]
             total = float(sum(weights))
             start = offset

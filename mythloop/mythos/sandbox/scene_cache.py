@@ -76,6 +76,11 @@ class SceneCache:
         path = self.path(key)
         return path if path.is_file() and path.stat().st_size > 0 else None
 
+    def layout_record(self, key: str) -> dict | None:
+        """The layout record kept with KEY's video (None: none kept, or not readable)."""
+        record, problem = read_record(self.root / f"{key}.layout.json")
+        return record if problem is None else None
+
     def get_layout(self, key: str, zooms: list[PlannedZoom] | None = None
                    ) -> list[Finding] | None:
         """The layout verdict of a cached video, judged by today's rules and the scene's
