@@ -272,3 +272,64 @@ def test_without_a_voice_every_cue_spans_its_shot():
     later = cues[5:]
     assert all(length + 4.0 <= c.start for c in later)
     assert [c.start for c in later] == sorted(c.start for c in later)
+
+
+_TINY_SCENE = '''
+from manim import *
+from mythloop.scenekit import CaptionLane, end_scene
+
+
+class Tiny(ThreeDScene):
+    def construct(self):
+        self.lane = CaptionLane(self, font_size=30)
+        title = Text("{title}", font_size=64)
+        self.add_fixed_in_frame_mobjects(title)
+        self.remove(title)
+        self.play(FadeIn(title), run_time=1.0)
+        self.wait(0.8)
+        dot = Dot()
+        self.play(Create(Circle()), FadeIn(dot), run_time=1.2)
+        self.lane.show("{first}")
+        self.wait(1.3)
+        self.lane.show("{second}")
+        self.play(dot.animate.shift(RIGHT), run_time=1.5)
+        self.wait(0.7)
+        end_scene(self, self.lane)
+'''
+
+
+@pytest.mark.slow  # a real render (a few seconds alone) and ffmpeg
+def test_a_rendered_scene_without_a_voice_gets_its_cues_on_its_shots(tmp_path):
+    """The same scene as _STEPS, rendered: the probe's record, kept by the scene cache, times
+    each cue of the finished film within 0.5 s of its shot."""
+    from mythloop.mythos.media.avmux import concat_videos
+    from mythloop.mythos.media.subtitles import caption_shots
+    from mythloop.mythos.sandbox.render import render_scene
+    from mythloop.mythos.sandbox.scene_cache import SceneCache
+
+    first, second = _STEPS[3][2], _STEPS[6][2]
+    scene = tmp_path / "scene.py"
+    scene.write_text(_TINY_SCENE.format(title=_TITLE, first=first, second=second))
+    rendered = render_scene(scene, scene="Tiny", quality="l", timeout=300,
+                            out_dir=tmp_path / "out", layout=True)
+    assert rendered.ok and rendered.video_path, rendered.message
+    cache = SceneCache(tmp_path / "cache")
+    cache.put("tiny", rendered.video_path, layout_record=tmp_path / "out" / "media" / "layout.json")
+    record = cache.layout_record("tiny")
+    assert record is not None
+    video = Path(rendered.video_path)
+    shots = [[s.start, s.end, s.text] for s in caption_shots(record)]
+    scenes = [{"label": "scene-01", "video": str(video), "duration": duration_of(video),
+               "shots": shots},
+              {"label": "scene-02", "video": str(video), "duration": duration_of(video),
+               "shots": shots}]
+    film = concat_videos([video, video], tmp_path / "film.mp4")
+    finish_film(film, scenes, [_LINES, _LINES], voice=None)
+    cues = _cues((tmp_path / "film.srt").read_text())
+    truth = _true_shots(_STEPS)
+    offset = scenes[0]["duration"]
+    assert [text for _, _, text in cues] == _LINES + _LINES
+    for (start, end, text), (want_start, want_end) in zip(cues, truth + [
+            (a + offset, b + offset) for a, b in truth], strict=True):
+        assert abs(start - want_start) <= 0.5 and abs(end - want_end) <= 0.5, \
+            (text, (start, end), (want_start, want_end))
