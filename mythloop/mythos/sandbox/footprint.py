@@ -143,9 +143,15 @@ def ensure_shared(base: Path) -> bool:
 
 
 def _release_shared(key: str) -> None:
-    """At exit: detach BASE's bind when no other process holds its lock."""
-    with _SHARED_LOCK:
+    """At exit: detach BASE's bind when no other process holds its lock. Also run from a
+    signal handler (procs.hard_exit): a lock held by the interrupted code is waited for a
+    second at most, never forever."""
+    if not _SHARED_LOCK.acquire(timeout=1.0):
+        return
+    try:
         fd = _SHARED.pop(key, None)
+    finally:
+        _SHARED_LOCK.release()
     if fd is None:
         return
     try:
