@@ -118,10 +118,6 @@ def _ctrl_c_ends_cleanly(proc: subprocess.Popen, state: Path, command: str) -> N
 def _no_process_left(state: Path) -> None:
     assert settle(lambda: _processes_of(state), 30, until=lambda left: not left,
                   interval=0.2) == []  # a process may still be being reaped
-    # nor a mount: the renders' staging bind is undone on the way out (procs.hard_exit)
-    from mythloop.mythos.sandbox.footprint import is_mount_point
-
-    assert not is_mount_point(state / "render-stage"), "the staging bind outlived the command"
 
 
 def _run_states(state: Path, table: str) -> list[str]:
@@ -258,6 +254,10 @@ def test_ctrl_c_mid_render_ends_the_film_and_its_render(tmp_path):
         assert lines == [RESUME_PREFIX + shlex.join([_typed(), *args, "--resume",
                                                      str(run_dir)])], err[-3000:]
         _no_process_left(state)
+        # nor a mount: the renders' staging bind is undone on the way out (procs.hard_exit)
+        from mythloop.mythos.sandbox.footprint import is_mount_point
+
+        assert not is_mount_point(state / "render-stage"), "the staging bind outlived the film"
         assert [cmd for pid, cmd in tree.items() if _alive(pid)] == []  # the render too
         assert _run_states(state, "flow_run") == ["CRASHED"]
         assert "RUNNING" not in _run_states(state, "task_run")
