@@ -56,3 +56,19 @@ def prefect_harness():
     with prefect_test_harness(server_startup_timeout=120):
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             yield
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    """The bundled model's embedder (offline)."""
+    from mythloop.router import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    """The small test pool (tests/data/pool_small) as a catalog."""
+    from mythloop.skills import load_catalog
+
+    return load_catalog(Path(__file__).parent / "data" / "pool_small")

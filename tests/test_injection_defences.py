@@ -9,14 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mythloop.router import Router, full_text, get_embedder
+from mythloop.router import Router, full_text
 from mythloop.router.ranker import harm_credibility
 from mythloop.router.tuning import trusted_pairs
 from mythloop.settings import get_settings
-from mythloop.skills import load_catalog
 from mythloop.verdicts import VerdictStore, persist_verdicts
 
-POOL_SMALL = Path(__file__).parent / "data" / "pool_small"
 QUERY = "my regular expression freezes when the input string is very long"
 REGEX = ["my regex hangs on long inputs", "catastrophic backtracking in a log pattern",
          "speed up a slow regular expression", "a pattern with nested quantifiers times out"]
@@ -26,16 +24,6 @@ BOUGHT = [(f"b{i}", text, "docker-compose-basics", "HELPFUL", f"this skill solve
           for i, text in enumerate(REGEX)]
 HONEST = [("h0", REGEX[0], "regex-debugger", "HELPFUL", "explained catastrophic backtracking")]
 RANK = 2  # of the 5 skills: the gate lets a skill's praise count where it ranks 1st or 2nd
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return get_embedder()
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(POOL_SMALL)
 
 
 def build_store(path: Path, catalog, embedder, history) -> VerdictStore:

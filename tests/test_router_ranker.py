@@ -9,10 +9,8 @@ import pytest
 
 from mythloop.router import Router, full_text, get_embedder
 from mythloop.settings import get_settings
-from mythloop.skills import load_catalog
 from mythloop.verdicts import VerdictStore, persist_verdicts
 
-POOL_SMALL = Path(__file__).parent / "data" / "pool_small"
 QUERY = "my regular expression freezes when the input string is very long"
 W = {"count": 0.10, "context": 0.15, "harm": 1.5, "related": 0.10}
 
@@ -28,16 +26,6 @@ HISTORY = [
     (f"d{i}", f"compose file question {i}", "docker-compose-basics", v, f"compose advice judged {v.lower()} {i}")
     for i, v in enumerate(["HELPFUL", "HARMFUL", "HELPFUL", "HARMFUL", "HELPFUL"])
 ]
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return get_embedder()
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(POOL_SMALL)
 
 
 def build_store(path: Path, catalog, embedder, history=HISTORY) -> VerdictStore:

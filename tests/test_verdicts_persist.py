@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from mythloop.router import get_embedder
 from mythloop.verdicts import (
     VerdictStore,
     persist_verdicts,
@@ -14,11 +13,6 @@ from mythloop.verdicts import (
 
 KNOWN = {"regex-debugger", "naive-regex-matcher", "pytest-fixtures", "docker-compose-basics"}
 SHOWN = ["regex-debugger", "naive-regex-matcher"]
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return get_embedder()
 
 
 def persist(store, tags, embedder, session="turn-1"):
