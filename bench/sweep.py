@@ -62,10 +62,13 @@ def open_condition_run(config, cond: str, replicate: int, results_dir: Path):
     return run
 
 
-def plain_sweep(config) -> dict:
-    """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
+def plain_sweep(config, tune: bool = False) -> dict:
+    """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no
+    Prefect), turn by turn; TUNE: each round's turns in one `learn_round`, after C5's
+    fine-tune step from the second round (bench/attack_study.py)."""
     from mythloop.analysis import analyze
     from mythloop.fileio import write_json_atomic
+    from mythloop.sweep.tuned import tune_for_round
     from mythloop_flows.feedback_loop import _contract, _is_timeout, _prepare_results_dir
 
     results_dir = _prepare_results_dir(config)
@@ -80,8 +83,13 @@ def plain_sweep(config) -> dict:
                     if round_idx in done:
                         continue
                     run.prepare_round(round_idx)
+                    if tune and run.tunes and round_idx > 0:
+                        tune_for_round(run, round_idx)
                     measured = run.measure(round_idx)
-                    for prompt in run.learning_order:
+                    if tune:
+                        for row in run.learn_round(round_idx, measured.catalogs, contract):
+                            run.append_turn(row)
+                    for prompt in [] if tune else run.learning_order:
                         if prompt.id not in measured.catalogs:  # withheld (--cold-skills)
                             continue
                         catalog = measured.catalogs[prompt.id]
@@ -111,8 +119,8 @@ def flow_sweep(config) -> dict:
 
 
 def _task_runs(results_dir: Path, rounds: int) -> int:
-    """Task runs of one sweep flow run of an in-process judge: per shard and round one to
-    measure and one `learn` task, and the analysis."""
+    """Task runs of a sweep flow run of an in-process judge (measure and learn per shard and
+    round, and the analysis)."""
     shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
     return 2 * len(shards) * rounds + 1
 
@@ -125,11 +133,8 @@ def _metrics(results_dir: str) -> dict:
 
 @contextlib.contextmanager
 def prefect_server(start: bool = True):
-    """A temporary Prefect server started once, heartbeats off; yields its start-up seconds.
-
-    When PREFECT_API_URL is already set (a test harness, a `mythloop server`) that API is
-    used and no start-up is measured (None).
-    """
+    """A temporary Prefect server started once, heartbeats off; yields its start-up seconds
+    (None when PREFECT_API_URL is already set: that API is used)."""
     from prefect import settings
 
     with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
@@ -153,17 +158,8 @@ def prefect_server(start: bool = True):
             for worker in (APILogWorker, EventsWorker):
                 with contextlib.suppress(Exception):
                     worker.drain_all(timeout=5)
-            info["server_peak_rss_mb"] = _vm_hwm_mb(server.server_process.pid)
+            info["server_peak_rss_mb"] = common.vm_hwm_mb(server.server_process.pid)
             server.stop()
-
-
-def _vm_hwm_mb(pid: int) -> float | None:
-    """Peak RSS (VmHWM) of a live process, MiB."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return None
 
 
 def first_flow_seconds() -> float:
@@ -189,8 +185,8 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
 
 
 def _turn_phase_s(results_dir: Path) -> float:
-    """Seconds the learning turns took, read from the sandboxes: per shard and round, from
-    the round's measurement written to its last answer saved; summed."""
+    """Seconds the learning turns took: per shard and round, from the round's measurement
+    written to its last answer saved (the sandboxes' files); summed."""
     total = 0.0
     for shard in sorted(d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()):
         for measured in shard.glob("round_*.jsonl"):
@@ -203,9 +199,8 @@ def _turn_phase_s(results_dir: Path) -> float:
 
 def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s: float = 2.0,
                      levels: tuple[int, ...] = (1, 8)) -> dict:
-    """The seed-sized sweep's rounds against the fake gemini CLI answering after `delay_s`
-    (the real CLI backend, the simulated judge's verdicts), at each --concurrency level,
-    side by side in this run; the server is already up."""
+    """The seed-sized sweep's rounds against the fake gemini CLI answering after `delay_s`, at
+    each --concurrency level (docs/performance.md); the server is already up."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     exe = workdir / "gemini"  # the fake gemini CLI (tests/fakes), run by this interpreter
