@@ -1,7 +1,6 @@
 """Benchmark: how fast the CLI answers bad input (one line, exit 2, before Prefect starts).
 How it measures: docs/performance.md, "bench/bad_input.py".
 
-    python bench/bad_input.py               # 5 rounds
     python bench/bad_input.py --set repeats=1
 """
 

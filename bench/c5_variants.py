@@ -4,8 +4,6 @@ How it measures: docs/performance.md, "bench/c5_variants.py".
     python bench/c5_variants.py --set pairs=STATE/models/ft-XXXX/pairs.jsonl \
         --set sweep_json=RESULTS/sweep.json
     python bench/c5_variants.py ... --set 'variants=["epochs=2", "epochs=1,learning_rate=5e-5"]'
-    (a variant: KEY=VALUE[,KEY=VALUE] over epochs, batch_size, learning_rate, max_seq_length,
-    scale; the rest stays at the sweep's settings from the pairs' lineage.json)
 """
 
 from __future__ import annotations

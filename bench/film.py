@@ -1,7 +1,6 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
 How it measures: docs/performance.md, "bench/film.py".
 
-    python bench/film.py                  # about 15 minutes on 2 quiet cores
     python bench/film.py --set repeats=1 --set rerun=false --set 'modes=["temporary_server"]'
 """
 
@@ -54,8 +53,7 @@ def _manifest(runs_dir: Path) -> dict:
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
                 meter: common.CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
-    """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp
-    dir."""
+    """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a`) from a fresh temp dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
         result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
@@ -114,9 +112,8 @@ FORMULA_SCENE = ("from manim import *\n\nclass Formula(Scene):\n    def construc
 
 
 def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
-    """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
-    and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
-    a one-formula scene each rendered both ways, alternating."""
+    """Per-scene start-up and LaTeX cost, cold (no warm worker, no formula cache) and warm,
+    alternating: a tiny scene and a one-formula scene each rendered both ways."""
     from mythloop.mythos.sandbox import render, render_pool
 
     tiny = workdir / "tiny_startup.py"
@@ -152,22 +149,6 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
             "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
 
 
-def film_cli(prompt: str, state: Path, runs_dir: Path, meter: common.CpuMeter, log: Path,
-             render: bool = True) -> dict:
-    """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
-    CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
-    without --render (stages, codegen and verify: what the DAG costs without its renders)."""
-    rendering = ["--render"] if render else []
-    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
-           "--fresh", "--runs-dir", str(runs_dir)]
-    result = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
-    if result["returncode"] != 0:
-        raise RuntimeError(f"the film command failed (exit {result['returncode']}): "
-                           f"{result['tail'][-800:]}")
-    result["manifest"] = _manifest(runs_dir)
-    return result
-
-
 class _Server:
     """`mythloop server` for a state folder, in a CPU meter of its own (the server-up mode)."""
 
@@ -194,12 +175,19 @@ class _Server:
         self.meter.close()
 
 
-def _film_run(server: _Server | None, *args, **kwargs) -> dict:
-    """`film_cli(*ARGS, **KWARGS)`; with a server up, also the CPU seconds the server spent
-    meanwhile (`server_cpu_s`, None without a meter), counted once it has recorded what the
-    film sent it."""
+def _film_run(server: _Server | None, prompt: str, state: Path, runs_dir: Path,
+              meter: common.CpuMeter, log: Path, render: bool = True) -> dict:
+    """`mythloop film PROMPT --backend replay [--render] -q l --fresh`, as a user runs it:
+    wall, CPU of its whole tree, its manifest; with a server up, the server's CPU meanwhile
+    (`server_cpu_s`), counted once it has recorded what the film sent it."""
     before = server.meter.seconds() if server else None
-    run = film_cli(*args, **kwargs)
+    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay",
+           *(["--render"] if render else []), "-q", "l", "--fresh", "--runs-dir", str(runs_dir)]
+    run = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
+    if run["returncode"] != 0:
+        raise RuntimeError(f"the film command failed (exit {run['returncode']}): "
+                           f"{run['tail'][-800:]}")
+    run["manifest"] = _manifest(runs_dir)
     if server:
         common.wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
         after = server.meter.seconds()
@@ -213,7 +201,7 @@ def _utc(text: str | None) -> float | None:
 
 def timeline(db: Path, flow_run_id: str) -> dict:
     """The flow run's and its task runs' start and end (epoch seconds), from the Prefect
-    database the film wrote to (read-only)."""
+    database (read-only)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         flow = con.execute("SELECT start_time, end_time FROM flow_run WHERE id = ?",
@@ -230,10 +218,7 @@ def timeline(db: Path, flow_run_id: str) -> dict:
 
 
 def breakdown(run: dict, times: dict) -> dict:
-    """Where the film's wall went: before the flow (CLI start-up and the server's start or
-    connect), the six stages and codegen, the scene phase (each render, the failed render
-    and its repair, the wait for a free worker), stitch, subtitles and voice, the flow's
-    own end (artifacts, manifest), and the command's end (result, server stop, exit)."""
+    """Where the film's wall went, stage by stage (docs/performance.md, "bench/film.py")."""
     if not times or times.get("start") is None:
         return {}
     tasks = times["tasks"]
@@ -277,11 +262,8 @@ def breakdown(run: dict, times: dict) -> dict:
 
 
 def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: int = 2) -> dict:
-    """The film's final scenes rendered one at a time in one warm worker (no other render
-    beside it), with the layout probe (as every film render runs) and without, alternating:
-    the CPU of each render's whole tree as its worker measured it (RenderResult.cpu_s),
-    summed over the scenes, and the wall. Against the film's own renders (two at once) and
-    plain manim's one process, this splits what the renders cost beyond plain manim."""
+    """The film's final scenes rendered one at a time in one warm worker, with the layout
+    probe and without, alternating: summed CPU (RenderResult.cpu_s) and wall of each pass."""
     from mythloop.mythos.sandbox import render, render_pool
 
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
@@ -329,17 +311,9 @@ def _render_cpu(films: list[dict]) -> dict:
 
 
 def _cpu_split(mode: dict, split: dict | None) -> dict | None:
-    """The renders' own extra CPU (the film's CPU beyond plain manim + the film without
-    --render + one more import of manim), split by what each part measured:
-
-    - the failed render of scene 1 (plain manim renders the repaired file only);
-    - the warm workers' start-up beyond two imports of manim (plain's, and the floor's one);
-    - each render, one at a time, beyond plain manim's scenes (plain's CPU less one import):
-      the sandbox's fork, namespaces, tmpfs and filter, the formula service, the probe;
-      of it, the layout probe alone (with it less without it);
-    - two renders at once on 2 cores (the film's renders less the same scenes one at a time);
-    - the rest: stitch, subtitles and voice, the flow's own work while renders run.
-    """
+    """The renders' CPU beyond the floor, split: the failed render, the workers' start-up
+    beyond two manim imports, each render beyond plain manim's scenes (of it the probe), two
+    renders at once, and the rest (docs/performance.md, "bench/film.py")."""
     floor, cpu = mode.get("floor") or {}, mode.get("render_cpu") or {}
     extra = floor.get("render_side_extra_cpu_s")
     imports = (floor.get("import_manim_cpu_s") or {}).get("median")
@@ -370,18 +344,15 @@ def _film_cpu(film: dict) -> float:
 
 
 def _columns(pairs: list[tuple[dict, dict]]) -> tuple[list[float], ...]:
-    """Of (film, plain) pairs: the films' walls, the plains' walls, the films' CPU seconds
-    (with the server's share), the plains' CPU seconds."""
+    """Of (film, plain) pairs: film walls, plain walls, film CPU (server's share too), plain CPU."""
     return ([f["wall_s"] for f, _ in pairs], [p["wall_s"] for _, p in pairs],
             [_film_cpu(f) for f, _ in pairs], [p["cpu_s"] for _, p in pairs])
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
                 quiet_wait_s: float, uncached: bool = True) -> dict:
-    """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
-    machine; CPU of each run's whole process tree (the server's share too, when one is up).
-    UNCACHED: each pair also runs plain manim with --disable_caching, as the film's renders
-    do (a reference beside the goal's plain manim, which runs with manim's defaults)."""
+    """REPEATS alternating film / plain pairs in MODE, each after a wait for a quiet machine;
+    UNCACHED: each pair also runs plain manim with --disable_caching (the reference)."""
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
@@ -448,11 +419,8 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
            quiet_load: float, quiet_wait_s: float, repeats: int = 2) -> dict:
-    """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
-    its whole tree): the same film without --render (the CLI, Prefect, the server's share, the
-    stages, codegen and verify: the DAG without its renders), and one `import manim` (what
-    each warm worker beyond the first pays); with no server up, also one import of Prefect's
-    server module (most of what the temporary server's start costs, in a process of its own)."""
+    """The floor, each run quiet: CPU of the film without --render, of one `import manim`, and
+    with no server up of one import of Prefect's server module (docs/performance.md)."""
     runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
@@ -480,10 +448,8 @@ def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
-    """The floor's figures, and the CPU the film would cost if its renders cost exactly what
-    plain manim's one process does: plain + the film without --render + one more manim
-    import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
-    with Prefect in the loop."""
+    """The floor's figures, and the least CPU the film can cost (plain + the film without
+    --render + one more manim import) and its ratio to plain's."""
     out = {k: common.stats(v) for k, v in floor.items() if v}
     if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
         least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
@@ -506,13 +472,8 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         workdir: Path | None = None, modes: tuple[str, ...] = MODES,
         quiet_load: float | None = None, quiet_wait_s: float = 300.0,
         probe: bool = True, uncached: bool = True) -> dict:
-    """All film figures as a dict (for `bench/run_all.py`).
-
-    Each mode: REPEATS pairs of `mythloop film ... --fresh` and plain manim of its final
-    file, alternating, each started once the 1-minute load average is below QUIET_LOAD
-    (half the cores by default; a wait of at most QUIET_WAIT_S, and the run says when it
-    could not get one). The ratio is the median over quiet pairs only, when there are any.
-    """
+    """All film figures: per mode REPEATS film / plain pairs, each once the load is below
+    QUIET_LOAD (half the cores; a wait of at most QUIET_WAIT_S); ratios over quiet pairs."""
     common.repo_on_path()
     from sweep import prefect_server
 

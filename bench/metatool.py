@@ -1,8 +1,5 @@
 """The router and its loop on a public benchmark: MetaTool's ToolE set (199 tools).
-How it measures: docs/performance.md, "bench/metatool.py".
-
-    python bench/metatool.py --set rounds=4
-"""
+How it measures: docs/performance.md, "bench/metatool.py"."""
 
 from __future__ import annotations
 

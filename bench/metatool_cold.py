@@ -1,7 +1,6 @@
 """Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
 How it measures: docs/performance.md, "bench/metatool_cold.py".
 
-    python bench/metatool_cold.py            # the default study, ~1 min once embeddings are cached
     python bench/metatool_cold.py --set 'variants={"x": {"prior": 1}}' --set add_at=2
     python bench/metatool_cold.py --set results_dir=DIR --set 'conds=["c4"]' --set label=...
 """

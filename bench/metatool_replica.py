@@ -1,8 +1,5 @@
 """Would other signals, or a catalog that explores, carry C4's learning loop on MetaTool further?
-How it measures: docs/performance.md, "bench/metatool_replica.py".
-
-    python bench/metatool_replica.py       # about a minute
-"""
+How it measures: docs/performance.md, "bench/metatool_replica.py" (about a minute)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 --replicates 3 --rounds 4` timed end to end (4-16 min on 2 shared cores), with its per-level
 focus metrics; not part of `make bench`.
 
-    python bench/noise_study.py                                   # the issue's command
     python bench/noise_study.py --set 'conditions=["c0","c3","c4","c5"]'
 """
 

@@ -1,7 +1,6 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
 How it measures: docs/performance.md, "bench/overhead.py".
 
-    python bench/overhead.py            # N=200, 3 repeats of the headline pair
     python bench/overhead.py --set n=20 --set repeats=1
 """
 

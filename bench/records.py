@@ -1,12 +1,7 @@
-"""Benchmark records: one JSON line per measured figure, appended, never rewritten.
-
-A record holds the figure's part and name, its unit, every repeated value (`values`) or, for
-figures carried over from before records existed, the summary that was kept (`summary`:
-median, min, max, n), or a `text` for what is not a number; and where it was measured:
-commit, date (UTC), load average before and after, cores, machine, package versions, the
-command, and `run` (one label for the records of one measurement). `source` says where a
-carried-over record was read from. bench/RESULTS.md is generated from these files alone.
-"""
+"""Benchmark records: one JSON line per measured figure, appended, never rewritten: its part,
+name, unit, every repeated value (`values`; a carried-over figure's kept `summary`, with its
+`source`) or a `text`, and where it was measured (commit, date, load before and after, cores,
+machine, package versions, command, `run` label). bench/RESULTS.md is generated from them."""
 
 from __future__ import annotations
 

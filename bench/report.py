@@ -1,12 +1,6 @@
 """Generate bench/RESULTS.md from the records in bench/records/ and nothing else.
 
-    python bench/report.py                 # rewrite bench/RESULTS.md
-    python bench/report.py --check         # exit 1 when the page is not what the records give
-
-The page: the targets with the latest figure of each, a short history of the headline
-figures, and each part's latest figures. Every figure names its commit, date and load; one
-measured at a load above the machine's cores is marked busy. The same records always give
-the same page, byte for byte.
+    python bench/report.py [--check]       # --check: exit 1 when the page is not the records'
 """
 
 from __future__ import annotations

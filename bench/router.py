@@ -1,7 +1,6 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
 How it measures: docs/performance.md, "bench/router.py".
 
-    python bench/router.py            # all sizes, about a minute or two
     python bench/router.py --set 'sizes=[80, 10000]'
 """
 

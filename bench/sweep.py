@@ -1,7 +1,6 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
 How it measures: docs/performance.md, "bench/sweep.py".
 
-    python bench/sweep.py                 # about 4-6 minutes on 2 cores
     python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
     python bench/sweep.py --set profile=/tmp/sweep.txt --set rounds=2   # pyinstrument, one flow
 """
