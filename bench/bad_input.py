@@ -17,18 +17,12 @@ from common import part_main, ratio_stats, stats
 
 CLI = [sys.executable, "-m", "mythloop_app.cli"]
 TIMEOUT_S = 120.0  # a case that is not rejected runs on; it is stopped and reported
-
-
-BACKEND_CASE = "(no backend)"
-"""Marks the cases a backend preflight answers: their target is 2 s (issue 38), as the CLI or
-the endpoint is asked (`--version`, GET /models) before the line is written."""
+BACKEND_CASE = "(no backend)"  # a backend preflight answers these: their target is 2 s (issue 38)
 
 
 def cases(workdir: Path) -> dict[str, list[str]]:
-    """Name -> argv. The bad inputs of issues 27 and 38, plus three baselines (the bare
-    interpreter, the import of typer that parses the command line, `mythloop --help`). Each bad input is
-    answered by exit 2 and one line (`verify`: exit 1, its verdict on the scene). The backend
-    cases run with PATH one empty folder and an OpenAI endpoint nobody listens on."""
+    """Name -> argv: the bad inputs of issues 27 and 38 and three baselines (docs/performance.md);
+    the backend cases run with PATH one empty folder and an OpenAI endpoint nobody listens on."""
     a_file = workdir / "a-file"
     a_file.write_text("not a folder\n", encoding="utf-8")
     empty = workdir / "empty_scene.py"

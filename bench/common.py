@@ -253,18 +253,12 @@ def _version(name: str) -> str:
 
 def machine_info() -> dict:
     """CPU model, cores, memory, OS, Python, package versions, UTC date, load, git commit."""
-    return {
-        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)),
-        "memory_gb": psutil.virtual_memory().total / 2**30,
-        "os": platform.platform(),
-        "python": sys.version.split()[0],
-        "packages": {name: _version(name) for name in PACKAGES},
-        "loadavg": loadavg(),
-        "git": _git_commit(),
-    }
+    return {"date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), "cpu": _cpu_model(),
+            "cores": os.cpu_count(), "cores_usable": len(os.sched_getaffinity(0)),
+            "memory_gb": psutil.virtual_memory().total / 2**30, "os": platform.platform(),
+            "python": sys.version.split()[0],
+            "packages": {name: _version(name) for name in PACKAGES},
+            "loadavg": loadavg(), "git": _git_commit()}
 
 
 def loadavg() -> list[float]:
@@ -283,9 +277,7 @@ def bench_env(state_dir: Path) -> dict[str, str]:
         "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL": "WARNING",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
                                        env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     })
@@ -305,13 +297,12 @@ def mythloop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
-def sweep_cli(args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
-              timeout: float = 3600) -> dict:
-    """`mythloop sweep ARGS` in a child process (run_child's measures); a failure raises."""
-    child = run_child([*mythloop_cmd(), "sweep", *args], env=env, cwd=REPO, timeout=timeout,
-                      log=log)
+def mythloop_child(args: list[str], timeout: float = 3600, **kwargs) -> dict:
+    """`mythloop ARGS` in a child process, as a user runs it (run_child's measures and
+    keywords, cwd the checkout unless given); a failure raises with the end of its output."""
+    child = run_child([*mythloop_cmd(), *args], timeout=timeout, **{"cwd": REPO, **kwargs})
     if child["returncode"] != 0:
-        raise RuntimeError(f"mythloop sweep failed (exit {child['returncode']}): "
+        raise RuntimeError(f"mythloop {args[0]} failed (exit {child['returncode']}): "
                            f"{child['tail'][-800:]}")
     return child
 

@@ -181,12 +181,10 @@ def _film_run(server: _Server | None, prompt: str, state: Path, runs_dir: Path,
     wall, CPU of its whole tree, its manifest; with a server up, the server's CPU meanwhile
     (`server_cpu_s`), counted once it has recorded what the film sent it."""
     before = server.meter.seconds() if server else None
-    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay",
-           *(["--render"] if render else []), "-q", "l", "--fresh", "--runs-dir", str(runs_dir)]
-    run = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
-    if run["returncode"] != 0:
-        raise RuntimeError(f"the film command failed (exit {run['returncode']}): "
-                           f"{run['tail'][-800:]}")
+    args = ["film", prompt, "--backend", "replay", *(["--render"] if render else []), "-q", "l",
+            "--fresh", "--runs-dir", str(runs_dir)]
+    run = common.mythloop_child(args, env=common.bench_env(state), timeout=900, log=log,
+                                meter=meter)
     run["manifest"] = _manifest(runs_dir)
     if server:
         common.wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)

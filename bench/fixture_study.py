@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import bench_env, interval_of, mean_of, part_main, sweep_cli
+from common import bench_env, interval_of, mean_of, mythloop_child, part_main
 from sweep import plain_sweep
 
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -25,9 +25,10 @@ def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
     out, conditions = Path(out), list(conditions)
     started = time.monotonic()
     if "c5" in conditions:
-        sweep_cli(["--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
-                   str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE),
-                   "--results-dir", str(out)], env=bench_env(out.parent / f"{out.name}-state"))
+        mythloop_child(["sweep", "--conditions", *conditions, "--rounds", str(ROUNDS),
+                        "--replicates", str(REPLICATES), "--judge", "simulated", "--noise",
+                        str(NOISE), "--results-dir", str(out)],
+                       env=bench_env(out.parent / f"{out.name}-state"))
     else:
         plain_sweep(SweepConfig(conditions=conditions, rounds=ROUNDS, replicates=REPLICATES,
                                 judge="simulated", judge_options=JudgeOptions(noise=NOISE),

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import part_main, sweep_cli
+from common import mythloop_child, part_main
 
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
 
@@ -41,7 +41,8 @@ def run(noise: tuple = ("0", "0.2", "0.4"), conditions: tuple = ("c0", "c3", "c4
             "--replicates", "3", "--rounds", "4"]
     with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
         out = Path(results_dir or tmp)
-        child = sweep_cli([*args, "--results-dir", str(out)], log=Path(tmp) / "sweep.log")
+        child = mythloop_child(["sweep", *args, "--results-dir", str(out)],
+                               log=Path(tmp) / "sweep.log")
         return {"command": "mythloop sweep " + " ".join(args), "wall_s": child["wall_s"],
                 **figures(out)}
 

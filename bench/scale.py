@@ -89,7 +89,6 @@ def _round(value: float | None) -> float | None:
 
 def run(tasks: int = 1000, burst_timeout: float = 300.0, sweep: bool = True,
         burst: bool = True) -> dict:
-    """Both measurements."""
     result: dict = {}
     if sweep:
         result["sharded_sweep"] = sweep_scaling()

@@ -111,7 +111,6 @@ def plain_sweep(config, tune: bool = False) -> dict:
 
 
 def flow_sweep(config) -> dict:
-    """The Prefect flow itself."""
     from mythloop_flows.feedback_loop import sweep
 
     return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
@@ -176,11 +175,11 @@ def first_flow_seconds() -> float:
 
 def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    args = ["--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds), "--replicates",
-            "1", "--prompts", str(prompts_file), "--results-dir",
+    args = ["sweep", "--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds),
+            "--replicates", "1", "--prompts", str(prompts_file), "--results-dir",
             str(workdir / f"cli-{time.time_ns()}")]
-    return common.sweep_cli(args, env=common.bench_env(state_dir), log=workdir / "cli-sweep.log",
-                            timeout=600)
+    return common.mythloop_child(args, env=common.bench_env(state_dir), timeout=600,
+                                 log=workdir / "cli-sweep.log")
 
 
 def _turn_phase_s(results_dir: Path) -> float:
@@ -318,12 +317,10 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
                    "prompts": "in_distribution + null (13); held-out rows left out",
                    "judge": "simulated (noise 0.2)", "repeats": repeats},
-        "warmup_plain_s": warmup_s,
-        "prefect_startup_s": startup, "first_flow_s": first_s,
+        "warmup_plain_s": warmup_s, "prefect_startup_s": startup, "first_flow_s": first_s,
         "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
         "flow_over_plain": common.ratio_stats(flow_s, plain_s),
-        "same_metrics": same,
-        "task_runs": task_runs,
+        "same_metrics": same, "task_runs": task_runs,
         "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
         "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
         "peak_rss_mb": peaks,
