@@ -1,8 +1,5 @@
 """`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
-How it measures: docs/performance.md, "bench/analyze_speed.py".
-
-    python bench/analyze_speed.py --set base=COMMIT --set repeats=3 --set keep=DIR
-"""
+How it measures: docs/performance.md, "bench/analyze_speed.py"."""
 
 from __future__ import annotations
 

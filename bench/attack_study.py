@@ -1,9 +1,5 @@
-"""The attack study of docs/blend.md ("Defences"): attack success and collateral against the
-persuadable judge's rate P, per condition. How it measures: docs/performance.md,
-"bench/attack_study.py".
-
-    python bench/attack_study.py --set out=/tmp/attack-study --set 'p=[1]'   # one more level
-"""
+"""Attack success and collateral against the persuadable judge's rate P, per condition.
+How it measures: docs/performance.md, "bench/attack_study.py"."""
 
 from __future__ import annotations
 
@@ -50,8 +46,7 @@ def _figures(clean: Path, attacked: Path) -> dict:
 def run(out: str, p: tuple = (0, 0.25, 0.5, 1), conditions: tuple = ("c0", "c3", "c4", "c5"),
         rounds: int = 4, replicates: int = 3, noise: float = 0.2, pool: str | None = None,
         prompts: str | None = None, held_out: str | None = None) -> dict:
-    """The study into OUT: one sweep per P (P = 0 always, a level already in OUT reused),
-    then the figures (docs/performance.md)."""
+    """The study into OUT: a sweep per P (P = 0 always; a level in OUT is reused), its figures."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     root = Path(out)

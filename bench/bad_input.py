@@ -1,8 +1,5 @@
 """Benchmark: how fast the CLI answers bad input (one line, exit 2, before Prefect starts).
-How it measures: docs/performance.md, "bench/bad_input.py".
-
-    python bench/bad_input.py --set repeats=1
-"""
+How it measures: docs/performance.md, "bench/bad_input.py"."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ BACKEND_CASE = "(no backend)"  # a backend preflight answers these: their target
 
 
 def cases(workdir: Path) -> dict[str, list[str]]:
-    """Name -> argv: the bad inputs of issues 27 and 38 and three baselines (docs/performance.md);
-    the backend cases run with PATH one empty folder and an OpenAI endpoint nobody listens on."""
+    """Name -> argv: the bad inputs of issues 27 and 38, three baselines (docs/performance.md)"""
     a_file = workdir / "a-file"
     a_file.write_text("not a folder\n", encoding="utf-8")
     empty = workdir / "empty_scene.py"

@@ -1,8 +1,5 @@
 """C0, C4 and C5 on a library of 4,000+ skills: wall, CPU and peak memory per round and step.
-How it measures: docs/performance.md, "bench/c5_scale.py".
-
-    python bench/c5_scale.py --set skills=6000 --set rounds=3   # default 4,000 skills, 2 rounds
-"""
+How it measures: docs/performance.md, "bench/c5_scale.py"."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """C5's fine-tune settings tried on the trusted pairs of a real sweep (issue 41: "what was tried").
-How it measures: docs/performance.md, "bench/c5_variants.py".
-
-    python bench/c5_variants.py --set pairs=STATE/models/ft-XXXX/pairs.jsonl \
-        --set sweep_json=RESULTS/sweep.json
-    python bench/c5_variants.py ... --set 'variants=["epochs=2", "epochs=1,learning_rate=5e-5"]'
-"""
+How it measures: docs/performance.md, "bench/c5_variants.py"."""
 
 from __future__ import annotations
 
@@ -79,8 +74,7 @@ def check(pairs: str = "", sweep_json: str | None = None,
 
 def run(pairs: str = "", sweep_json: str | None = None,
         variants: tuple = DEFAULT_VARIANTS) -> dict:
-    """Each variant fine-tuned from the base model on PAIRS; dev hit@k of the tuned model
-    alone, all / warm / cold (cold tools from SWEEP_JSON, the sweep's sweep.json)."""
+    """Each variant tuned on PAIRS; dev hit@k of the model alone, all / warm / cold (SWEEP_JSON)."""
     from mythloop.router.embedder import default_model
     from mythloop.router.models import ModelStore
     from mythloop.router.tuning import TrainingPair, TuneSettings, fine_tune

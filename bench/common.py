@@ -213,8 +213,7 @@ class CpuMeter:
 
 
 def wait_for_quiet(threshold: float, limit_s: float, poll_s: float = 5.0) -> dict:
-    """Wait up to LIMIT_S for the 1-minute load average to fall below THRESHOLD; the load
-    then, whether it was quiet, and the seconds waited."""
+    """Wait up to LIMIT_S for the 1-minute load to fall below THRESHOLD; load, quiet, waited_s."""
     t0 = time.monotonic()
     while True:
         load = os.getloadavg()[0]

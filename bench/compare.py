@@ -1,9 +1,5 @@
-"""Compare two selections of benchmark records, figure by figure.
-
-    python bench/compare.py A B [--part film] [--all]   # A, B: a commit prefix or a run label
-
-How it tells noise from a change: docs/performance.md, "Reading a figure".
-"""
+"""Compare two selections of benchmark records, figure by figure (A, B: a commit or a run label).
+How it tells noise from a change: docs/performance.md, "Reading a figure"."""
 
 from __future__ import annotations
 

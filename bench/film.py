@@ -1,8 +1,5 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
-How it measures: docs/performance.md, "bench/film.py".
-
-    python bench/film.py --set repeats=1 --set rerun=false --set 'modes=["temporary_server"]'
-"""
+How it measures: docs/performance.md, "bench/film.py"."""
 
 from __future__ import annotations
 
@@ -198,8 +195,7 @@ def _utc(text: str | None) -> float | None:
 
 
 def timeline(db: Path, flow_run_id: str) -> dict:
-    """The flow run's and its task runs' start and end (epoch seconds), from the Prefect
-    database (read-only)."""
+    """The flow run's and its task runs' start and end (epoch s), from the Prefect database."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         flow = con.execute("SELECT start_time, end_time FROM flow_run WHERE id = ?",
@@ -294,8 +290,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
 
 
 def _render_cpu(films: list[dict]) -> dict:
-    """From each film's manifest: its renders' CPU (the worker-measured tree of each render),
-    the failed ones apart, and its warm workers' start-up (their manim imports)."""
+    """From the manifests: the renders' CPU (ok and failed apart) and the workers' start-up."""
     def summed(film: dict, ok: bool) -> float:
         return sum(r.get("cpu_s") or 0.0 for r in film["manifest"].get("renders", [])
                    if bool(r.get("ok")) is ok and r.get("cache") == "miss")
@@ -349,8 +344,7 @@ def _columns(pairs: list[tuple[dict, dict]]) -> tuple[list[float], ...]:
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
                 quiet_wait_s: float, uncached: bool = True) -> dict:
-    """REPEATS alternating film / plain pairs in MODE, each after a wait for a quiet machine;
-    UNCACHED: each pair also runs plain manim with --disable_caching (the reference)."""
+    """REPEATS alternating film / plain (/ plain --disable_caching) runs in MODE, each quiet."""
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
@@ -446,8 +440,7 @@ def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
-    """The floor's figures, and the least CPU the film can cost (plain + the film without
-    --render + one more manim import) and its ratio to plain's."""
+    """The floor's figures, and the least CPU the film can cost and its ratio to plain's."""
     out = {k: common.stats(v) for k, v in floor.items() if v}
     if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
         least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
@@ -470,8 +463,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         workdir: Path | None = None, modes: tuple[str, ...] = MODES,
         quiet_load: float | None = None, quiet_wait_s: float = 300.0,
         probe: bool = True, uncached: bool = True) -> dict:
-    """All film figures: per mode REPEATS film / plain pairs, each once the load is below
-    QUIET_LOAD (half the cores; a wait of at most QUIET_WAIT_S); ratios over quiet pairs."""
+    """All film figures: per mode REPEATS film / plain pairs; ratios over the quiet pairs."""
     common.repo_on_path()
     from sweep import prefect_server
 

@@ -1,9 +1,5 @@
 """Film quality of rendered films, from their run dirs: what a viewer gets, measured.
-How it measures: docs/performance.md, "bench/film_quality.py".
-
-    mythloop film "the heat equation" --backend replay --render -q l --voice espeak
-    python bench/film_quality.py --set 'runs=[".mythloop/runs/mythos/<stamp>-the-heat-equation"]'
-"""
+How it measures: docs/performance.md, "bench/film_quality.py"."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ def _secs(stamp: str) -> float:
 
 
 def rejudged(run: Path, scenes: list[dict]) -> tuple[Counter, Counter] | None:
-    """(findings by kind with the planned zooms, without them) from the run's probe records;
-    None when a scene has no record in the run dir."""
+    """(findings by kind with the planned zooms, without them), or None without probe records."""
     heeded, ignored = Counter(), Counter()
     for index, scene in enumerate(scenes, start=1):
         path = run / "render" / (scene.get("label") or f"scene-{index:02d}") / "media" / \

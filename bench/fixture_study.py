@@ -1,9 +1,5 @@
 """The fixture study of docs/blend.md (5 replicates x 6 rounds at noise 0.3, the bundled pool).
-How it measures: docs/performance.md, "bench/fixture_study.py".
-
-    python bench/fixture_study.py --set out=/tmp/fixture-study      # ~4 min on 2 busy cores
-    python bench/fixture_study.py --set out=/tmp/fixture-c5 --set 'conditions=["c0","c3","c4","c5"]'
-"""
+How it measures: docs/performance.md, "bench/fixture_study.py"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation:
-the simulated sweeps and their true values as docs/statistics.md ("Coverage") describes them.
-
-    python bench/intervals.py --set sims=400   # a quick look (recorded: 4000 per shape)
-"""
+"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation.
+How it measures: docs/statistics.md, "Coverage (bench/intervals.py)"."""
 
 from __future__ import annotations
 

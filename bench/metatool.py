@@ -15,9 +15,7 @@ PNG = REPO / "bench" / "metatool.png"
 
 
 def _round_times(shard: Path, rounds: int) -> list[dict]:
-    """Measure and learn seconds per round, from when the sandbox's files were written: the
-    store snapshot at the round's start, its round file (measure done), the next snapshot or
-    the progress file (learn done)."""
+    """Measure and learn seconds per round, from when the sandbox's files were written."""
     out = []
     for r in range(rounds):
         start = shard / "snapshots" / f"store_before_round_{r}.db"
@@ -32,9 +30,7 @@ def _round_times(shard: Path, rounds: int) -> list[dict]:
 
 
 def _heldout(metrics: dict) -> dict:
-    """cond -> [{round, hit@1, hit@5, mrr, ci, vs_c0}] from the sweep's metrics.json: the
-    means, their 95% intervals (`ci`: the report's, 374 dev prompts as the unit) and each
-    learning condition minus C0 paired by prompt (`vs_c0`: mean, lo, hi)."""
+    """cond -> per round dev hit@1 / hit@5 / MRR, 95% intervals, minus C0 (metrics.json)"""
     out = {}
     keys = ("hit@1", "hit@5", "mrr")
     for cond, rounds in metrics["per_round"].items():

@@ -35,9 +35,7 @@ def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
 
 
 def embedded(embedder=None) -> dict:
-    """MetaTool's skills, train and dev queries (as loaded), and the arrays the signal studies
-    need: the skills' name+description, name and body vectors, their BM25 documents, the
-    queries' vectors, texts and right-skill indices."""
+    """MetaTool's skills and queries, embedded, with the texts and gold indices the studies need."""
     from mythloop.router import get_embedder
     from mythloop.router.ranker import full_text, name_text
     from mythloop.skills import load_catalog

@@ -15,8 +15,7 @@ VARIANTS = {"c4": {}, "c4 + body": {"body": 0.2}, "c4 + vote": {"vote": 0.5},
 
 
 def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
-    """Each variant's dev hit@1 / hit@5 by round (means over the judge seeds), every tool warm:
-    the replica of bench/metatool_cold.py with no tool held back."""
+    """Each variant's dev hit@1 / hit@5 by round (means over the seeds), every tool warm."""
     res = replica(VARIANTS, tuple(seeds), fraction=0)
     return {"rounds": {name: [r["warm"] for r in res[name]] for name in VARIANTS},
             "seeds": list(seeds), "data": res["data"]}

@@ -1,9 +1,5 @@
-"""The noise study: `mythloop sweep --judge simulated --noise 0 0.2 0.4 --conditions c0 c3 c4
---replicates 3 --rounds 4` timed end to end (4-16 min on 2 shared cores), with its per-level
-focus metrics; not part of `make bench`.
-
-    python bench/noise_study.py --set 'conditions=["c0","c3","c4","c5"]'
-"""
+"""The noise study: `mythloop sweep` at three judge noise levels, timed, with focus metrics.
+How it measures: docs/performance.md, "bench/noise_study.py"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
-How it measures: docs/performance.md, "bench/overhead.py".
-
-    python bench/overhead.py --set n=20 --set repeats=1
-"""
+How it measures: docs/performance.md, "bench/overhead.py"."""
 
 from __future__ import annotations
 

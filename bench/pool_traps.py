@@ -1,9 +1,5 @@
-"""How the skill pool ranks each prompt by pure semantic score (blend off, round 0): per
-prompt the expected skill's rank, per trap pair real vs poisoned score and rank. Semantic
-score as docs/contracts.md: max(cos(q, "name text: description"), cos(q, "name text")).
-
-    python bench/pool_traps.py [--set heldout=true] [--set pool=DIR] [--set prompts=FILE]
-"""
+"""How the skill pool ranks each prompt by pure semantic score (blend off, round 0).
+How it measures: docs/performance.md, "bench/pool_traps.py"."""
 
 from __future__ import annotations
 
@@ -59,8 +55,7 @@ def prompt_rows(spec: dict, heldout: bool) -> list[dict]:
 
 def run(pool: str = str(REPO / "fixtures" / "pool"),
         prompts: str = str(REPO / "fixtures" / "prompts.yaml"), heldout: bool = False) -> dict:
-    """Per prompt the expected skill's semantic rank; per trap pair both scores and ranks and
-    whether the poisoned twin bites (scores above the real skill)."""
+    """Per prompt the expected skill's rank; per trap pair both scores and ranks and if it bites"""
     skills = load_pool(Path(pool))
     rows = prompt_rows(yaml.safe_load(Path(prompts).read_text(encoding="utf-8")), heldout)
     sem = semantic_matrix(load_model(), skills, [r["prompt"] for r in rows])

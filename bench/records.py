@@ -38,8 +38,7 @@ def _summary(d: dict) -> dict | None:
 
 
 def flatten(obj: object, path: list[str] | None = None) -> list[dict]:
-    """A part's figures as record bodies: a stats dict (min/median/max) is one figure with
-    its values; a number, a list of numbers, a flag or a short string one each."""
+    """A part's figures as record bodies: a stats dict, number, list, flag or short string each."""
     path = path or []
     name = ".".join(path)
     if isinstance(obj, dict):

@@ -1,7 +1,5 @@
 """Generate bench/RESULTS.md from the records in bench/records/ and nothing else.
-
-    python bench/report.py [--check]       # --check: exit 1 when the page is not the records'
-"""
+--check: exit 1 when the page is not what the records give."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
-How it measures: docs/performance.md, "bench/router.py".
-
-    python bench/router.py --set 'sizes=[80, 10000]'
-"""
+How it measures: docs/performance.md, "bench/router.py"."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """The bench harness: each part in a child process under a clean, measured environment, its
-figures appended to bench/records/ as records, then bench/RESULTS.md regenerated from them
-(docs/performance.md, "How each part measures"). A part that fails writes no record.
-
-    python bench/run_all.py --quick                # minimal sizes, a smoke run (records kept apart)
-    python bench/run_all.py --only film --set repeats=3 --set rerun=false
-"""
+records appended, then the page regenerated (docs/performance.md, "How each part measures")."""
 
 from __future__ import annotations
 
@@ -77,8 +72,7 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
 
 
 def check(name: str, kwargs: dict) -> None:
-    """Refuse, in one line, a keyword the part's run() does not take or what its check()
-    refuses."""
+    """Refuse in one line a keyword the part's run() does not take, or what its check() refuses."""
     common.repo_on_path()
     module = __import__(name)
     params = inspect.signature(module.run).parameters

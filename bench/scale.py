@@ -1,8 +1,5 @@
 """Benchmark: scale-out on this machine.
-How it measures: docs/performance.md, "bench/scale.py".
-
-    python bench/scale.py [--set tasks=1000] [--set sweep=false] [--set burst=false]
-"""
+How it measures: docs/performance.md, "bench/scale.py"."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
-How it measures: docs/performance.md, "bench/sweep.py".
-
-    python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
-    python bench/sweep.py --set profile=/tmp/sweep.txt --set rounds=2   # pyinstrument, one flow
-"""
+How it measures: docs/performance.md, "bench/sweep.py"."""
 
 from __future__ import annotations
 
@@ -117,8 +113,7 @@ def flow_sweep(config) -> dict:
 
 
 def _task_runs(results_dir: Path, rounds: int) -> int:
-    """Task runs of a sweep flow run of an in-process judge (measure and learn per shard and
-    round, and the analysis)."""
+    """Task runs of a flow run of an in-process judge: measure and learn per shard and round."""
     shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
     return 2 * len(shards) * rounds + 1
 
@@ -183,8 +178,7 @@ def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -
 
 
 def _turn_phase_s(results_dir: Path) -> float:
-    """Seconds the learning turns took: per shard and round, from the round's measurement
-    written to its last answer saved (the sandboxes' files); summed."""
+    """Seconds of the learning turns: per shard and round, measurement to last answer; summed."""
     total = 0.0
     for shard in sorted(d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()):
         for measured in shard.glob("round_*.jsonl"):
@@ -197,8 +191,7 @@ def _turn_phase_s(results_dir: Path) -> float:
 
 def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s: float = 2.0,
                      levels: tuple[int, ...] = (1, 8)) -> dict:
-    """The seed-sized sweep's rounds against the fake gemini CLI answering after `delay_s`, at
-    each --concurrency level (docs/performance.md); the server is already up."""
+    """The rounds against the fake gemini CLI at each --concurrency level (server already up)."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     exe = workdir / "gemini"  # the fake gemini CLI (tests/fakes), run by this interpreter
@@ -250,8 +243,7 @@ def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
 def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
         workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0,
         profile: str | None = None) -> dict:
-    """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
-    flow run, written there."""
+    """All sweep figures; with PROFILE (a file), only a pyinstrument profile of one flow run."""
     common.repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
