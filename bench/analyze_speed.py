@@ -115,4 +115,4 @@ def run(base: str = "ee324ff", repeats: int = 2, keep: str | None = None) -> dic
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/analyze_speed.py [--set base=C]
-    sys.exit(part_main("analyze_speed"))
+    part_main("analyze_speed")

@@ -80,4 +80,4 @@ def run(out: str, p: tuple = (0, 0.25, 0.5, 1), conditions: tuple = ("c0", "c3",
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("attack_study"))
+    part_main("attack_study")

@@ -135,4 +135,4 @@ def run(skills: int = 4000, rounds: int = 2, per_tool: int = 1,
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("c5_scale"))
+    part_main("c5_scale")

@@ -116,4 +116,4 @@ def run(pairs: str = "", sweep_json: str | None = None,
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("c5_variants"))
+    part_main("c5_variants")

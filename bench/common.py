@@ -71,8 +71,7 @@ def process_cpu_s(pid: int) -> float | None:
 
 
 def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:
-    """Wait until a process has used < 5% of a core for `quiet_s` (a Prefect server's backlog
-    of task-run events, kept out of what is timed next); the CPU seconds it used meanwhile."""
+    """Wait until PID uses < 5% of a core for QUIET_S; the CPU seconds it used meanwhile."""
     start = last = process_cpu_s(pid)
     if start is None:
         return 0.0
@@ -109,9 +108,7 @@ def tree_rss_mb(root: int) -> float:
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
               meter: CpuMeter | None = None) -> dict:
-    """Run CMD in its own session, killed with its group at TIMEOUT (what left the group is
-    found by an environment marker and stopped): wall, exit code, peak tree RSS, own max RSS,
-    CPU seconds (METER's cgroup, else the reaped tree's); output to LOG, its end as `tail`."""
+    """Run CMD in its own session (docs/performance.md, "How each part measures"): its measures."""
     token = uuid.uuid4().hex
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
@@ -297,8 +294,7 @@ def mythloop_cmd() -> list[str]:
 
 
 def mythloop_child(args: list[str], timeout: float = 3600, **kwargs) -> dict:
-    """`mythloop ARGS` in a child process, as a user runs it (run_child's measures and
-    keywords, cwd the checkout unless given); a failure raises with the end of its output."""
+    """`mythloop ARGS` in a child (run_child's keywords, cwd the checkout); raises if it fails"""
     child = run_child([*mythloop_cmd(), *args], timeout=timeout, **{"cwd": REPO, **kwargs})
     if child["returncode"] != 0:
         raise RuntimeError(f"mythloop {args[0]} failed (exit {child['returncode']}): "
@@ -311,8 +307,8 @@ def note(part: str, message: str) -> None:
     print(f"[bench {part}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def part_main(name: str) -> int:
-    """`python bench/<name>.py [--set KEY=VALUE ...]`: `bench/run_all.py --only NAME`."""
+def part_main(name: str) -> None:
+    """`python bench/<name>.py [--set KEY=VALUE ...]`: `bench/run_all.py --only NAME`, exits."""
     from run_all import main  # noqa: PLC0415 (run_all imports this module)
 
-    return main(["--only", name, *sys.argv[1:]])
+    sys.exit(main(["--only", name, *sys.argv[1:]]))

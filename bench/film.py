@@ -109,8 +109,7 @@ FORMULA_SCENE = ("from manim import *\n\nclass Formula(Scene):\n    def construc
 
 
 def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
-    """Per-scene start-up and LaTeX cost, cold (no warm worker, no formula cache) and warm,
-    alternating: a tiny scene and a one-formula scene each rendered both ways."""
+    """Per-scene start-up and LaTeX cost, cold and warm, alternating (tiny and formula scenes)."""
     from mythloop.mythos.sandbox import render, render_pool
 
     tiny = workdir / "tiny_startup.py"
@@ -174,9 +173,7 @@ class _Server:
 
 def _film_run(server: _Server | None, prompt: str, state: Path, runs_dir: Path,
               meter: common.CpuMeter, log: Path, render: bool = True) -> dict:
-    """`mythloop film PROMPT --backend replay [--render] -q l --fresh`, as a user runs it:
-    wall, CPU of its whole tree, its manifest; with a server up, the server's CPU meanwhile
-    (`server_cpu_s`), counted once it has recorded what the film sent it."""
+    """`mythloop film PROMPT --backend replay [--render] -q l --fresh`, with a server's CPU"""
     before = server.meter.seconds() if server else None
     args = ["film", prompt, "--backend", "replay", *(["--render"] if render else []), "-q", "l",
             "--fresh", "--runs-dir", str(runs_dir)]
@@ -256,8 +253,7 @@ def breakdown(run: dict, times: dict) -> dict:
 
 
 def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: int = 2) -> dict:
-    """The film's final scenes rendered one at a time in one warm worker, with the layout
-    probe and without, alternating: summed CPU (RenderResult.cpu_s) and wall of each pass."""
+    """The final scenes one at a time in one warm worker, with the layout probe and without."""
     from mythloop.mythos.sandbox import render, render_pool
 
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
@@ -304,9 +300,7 @@ def _render_cpu(films: list[dict]) -> dict:
 
 
 def _cpu_split(mode: dict, split: dict | None) -> dict | None:
-    """The renders' CPU beyond the floor, split: the failed render, the workers' start-up
-    beyond two manim imports, each render beyond plain manim's scenes (of it the probe), two
-    renders at once, and the rest (docs/performance.md, "bench/film.py")."""
+    """The renders' CPU beyond the floor, split by cause (docs/performance.md, "bench/film.py")."""
     floor, cpu = mode.get("floor") or {}, mode.get("render_cpu") or {}
     extra = floor.get("render_side_extra_cpu_s")
     imports = (floor.get("import_manim_cpu_s") or {}).get("median")
@@ -411,8 +405,7 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
            quiet_load: float, quiet_wait_s: float, repeats: int = 2) -> dict:
-    """The floor, each run quiet: CPU of the film without --render, of one `import manim`, and
-    with no server up of one import of Prefect's server module (docs/performance.md)."""
+    """The floor, each run quiet: the film without --render and imports (docs/performance.md)."""
     runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
@@ -531,4 +524,4 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
-    sys.exit(common.part_main("film"))
+    common.part_main("film")

@@ -158,4 +158,4 @@ def _run(workdir: Path, rounds: int, conditions: tuple[str, ...], noise: float, 
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/metatool.py [--set KEY=VALUE]
-    sys.exit(part_main("metatool"))
+    part_main("metatool")

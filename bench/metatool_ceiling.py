@@ -3,7 +3,6 @@ How it measures: docs/performance.md, "bench/metatool_ceiling.py" (about a minut
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -27,8 +26,7 @@ def _scores(router, dev, vecs) -> dict:
 
 
 def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    """hit@1, hit@5 and MRR (0 outside the top 10) of a (queries, skills) score matrix; a
-    skill that ties with the gold one does not push it down (rank = 1 + strictly higher)."""
+    """hit@1, hit@5, MRR (0 outside the top 10) of a score matrix; a tie does not push gold down."""
     rank = (score > score[np.arange(gold.shape[0]), gold][:, None]).sum(axis=1) + 1
     return {"hit@1": round(float(np.mean(rank == 1)), 3), "hit@5": round(float(np.mean(rank <= 5)), 3),
             "mrr": round(float(np.mean(np.where(rank <= 10, 1.0 / rank, 0.0))), 3)}
@@ -136,4 +134,4 @@ def run() -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("metatool_ceiling"))
+    part_main("metatool_ceiling")

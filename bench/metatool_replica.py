@@ -3,8 +3,6 @@ How it measures: docs/performance.md, "bench/metatool_replica.py" (about a minut
 
 from __future__ import annotations
 
-import sys
-
 from common import part_main
 from metatool_cold import replica
 
@@ -22,4 +20,4 @@ def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("metatool_replica"))
+    part_main("metatool_replica")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -90,4 +89,4 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
-    sys.exit(part_main("overhead"))
+    part_main("overhead")

@@ -4,7 +4,6 @@ How it measures: docs/performance.md, "bench/pool_traps.py"."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -86,4 +85,4 @@ def run(pool: str = str(REPO / "fixtures" / "pool"),
 if __name__ == "__main__":  # the harness runs it
     from common import part_main
 
-    sys.exit(part_main("pool_traps"))
+    part_main("pool_traps")

@@ -113,8 +113,7 @@ def central(rec: dict) -> float | None:
 
 
 def spread(rec: dict) -> tuple[float, float, int | None] | None:
-    """min, max and n of a repeated figure (n None: a ratio's range over its pairings; None
-    for a single value or a text)."""
+    """min, max and n of a repeated figure (n None: a ratio's range); None for one value or text"""
     if rec.get("values") and len(rec["values"]) > 1:
         return min(rec["values"]), max(rec["values"]), len(rec["values"])
     s = rec.get("summary")

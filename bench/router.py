@@ -4,7 +4,6 @@ How it measures: docs/performance.md, "bench/router.py"."""
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -175,4 +174,4 @@ def check_targets(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]
-    sys.exit(part_main("router"))
+    part_main("router")

@@ -126,8 +126,7 @@ def _metrics(results_dir: str) -> dict:
 
 @contextlib.contextmanager
 def prefect_server(start: bool = True):
-    """A temporary Prefect server started once, heartbeats off; yields its start-up seconds
-    (None when PREFECT_API_URL is already set: that API is used)."""
+    """A temporary Prefect server, heartbeats off; its start-up s (None: PREFECT_API_URL is set)."""
     from prefect import settings
 
     with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
@@ -326,4 +325,4 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
-    sys.exit(common.part_main("sweep"))
+    common.part_main("sweep")
