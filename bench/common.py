@@ -241,10 +241,9 @@ def _git_commit() -> str | None:
 
 
 def _version(name: str) -> str:
-    try:
+    with contextlib.suppress(metadata.PackageNotFoundError):
         return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return "absent"
 
 
 def machine_info() -> dict:
@@ -258,7 +257,6 @@ def machine_info() -> dict:
 
 
 def loadavg() -> list[float]:
-    """The 1, 5 and 15 minute load averages."""
     return [round(x, 2) for x in os.getloadavg()]
 
 

@@ -53,9 +53,9 @@ def plain_manim(scene_file: Path, scene: str, workdir: Path,
     """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a`) from a fresh temp dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
-                                  cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
-                                  meter=meter)
+        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py",
+                                   scene], cwd=Path(tmp), timeout=900, meter=meter,
+                                  log=workdir / "plain-manim.log")
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
         videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
@@ -67,13 +67,11 @@ def plain_manim(scene_file: Path, scene: str, workdir: Path,
 
 
 def _duration(video: Path) -> float | None:
-    try:
-        out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration",
-                              "-of", "csv=p=0", str(video)], capture_output=True, text=True,
-                             timeout=60)
-        return float(out.stdout.strip())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
+    with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+        return float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration",
+                                     "-of", "csv=p=0", str(video)], capture_output=True,
+                                    text=True, timeout=60).stdout.strip())
+    return None
 
 
 def _renders(manifest: dict) -> list[dict]:
@@ -259,9 +257,8 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
         cpu = wall = 0.0
         for name in scenes:
-            result = render.render_scene(scene_file, scene=name, layout=layout,
-                                                out_dir=workdir / f"split-{tag}-{name}",
-                                                timeout=300)
+            result = render.render_scene(scene_file, scene=name, layout=layout, timeout=300,
+                                         out_dir=workdir / f"split-{tag}-{name}")
             if not result.ok or result.cpu_s is None:
                 raise RuntimeError(f"render of {name} failed or was not measured (warm "
                                    f"workers off?): {result.message}")
@@ -325,8 +322,7 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
-def _film_cpu(film: dict) -> float:
-    """A film run's CPU seconds, with the server's share when a server was up."""
+def _film_cpu(film: dict) -> float:  # with the server's share when a server was up
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
 
 
@@ -517,9 +513,9 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         "startup_and_latex": startup,
     }
     if rerun_result:  # its target is on the results page (bench/report.py)
+        first, again = rerun_result["first"], rerun_result["rerun"]
         result["targets"] = {"rerun after a failed scene renders only that scene": (
-            rerun_result["rerun"]["ok"] and rerun_result["rerun"]["rendered_scenes"]
-            == rerun_result["first"]["failed_scenes"])}
+            again["ok"] and again["rendered_scenes"] == first["failed_scenes"])}
     return result
 
 

@@ -59,7 +59,7 @@ def embedded(embedder=None) -> dict:
 
 
 def signals(e: dict) -> dict:
-    """The grid of extra signals over known train labels (module docstring)."""
+    """The grid of extra signals over known train labels (docs/performance.md)."""
     from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (bench only)
 
     from mythloop.router.lexical import BM25

@@ -52,7 +52,6 @@ def measure(variants: list[str], n: int, payload: object = None) -> dict[str, fl
 
 def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int | None = None,
         start_server: bool = True) -> dict:
-    """All figures as a dict (for `bench/run_all.py`)."""
     repo_on_path()
     from sweep import open_condition_run, prefect_server
 

@@ -23,7 +23,6 @@ TARGET_MEMORY_RATIO = 2.0
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
-    """n random unit vectors, float32."""
     m = rng.standard_normal((n, dim), dtype=np.float32)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     return m
@@ -153,7 +152,6 @@ def bench_query_embedding(repeats: int = 20) -> dict:
 
 def run(sizes=(80, 1_000, 10_000, 100_000), n_reasons: int = 10_000, seed: int = 42,
         embed: bool = True) -> dict:
-    """All figures as a dict (for a `make bench` driver)."""
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
         rows = [bench_size(n, n_reasons, rng, Path(tmp)) for n in sizes]
