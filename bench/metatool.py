@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -113,11 +114,10 @@ def _plot(heldout: dict, bm25: dict, path: Path) -> None:
                 label=cond.upper())
     ax.axhline(bm25["hit@1"], color="grey", ls=":", label="BM25 (name + description)")
     ax.axhline(0.6715, color="black", ls="--", lw=0.8, label="Re-Invoke (published)")
-    ax.set_xticks(sorted({r["round"] + 1 for rows in heldout.values() for r in rows}))
-    ax.set_xlabel("round (measured before that round's learning)")
-    ax.set_ylabel("held-out (dev) hit@1")
-    ax.set_title("MetaTool ToolE, 199 tools: held-out hit@1 per round")
-    ax.set_ylim(0, 1)
+    ax.set(xticks=sorted({r["round"] + 1 for rows in heldout.values() for r in rows}),
+           xlabel="round (measured before that round's learning)", ylim=(0, 1),
+           ylabel="held-out (dev) hit@1",
+           title="MetaTool ToolE, 199 tools: held-out hit@1 per round")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
@@ -128,8 +128,6 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
         timeout: float = 1800, plot: bool = True) -> dict:
     if not (METATOOL / "train.json").is_file():
         return {"absent": f"{METATOOL} holds no train.json"}
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="mythloop-metatool-") as tmp:  # gone afterwards
         return _run(Path(tmp), rounds, conditions, noise, timeout, plot)
 

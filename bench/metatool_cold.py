@@ -124,13 +124,6 @@ DEFAULT = {"c0": {"c0": True},
                {"prior": 0.5, "lex": "desc", "explore": 0.1}}
 
 
-def default_study(seeds=(0, 1)) -> dict:
-    """The table of docs/blend.md ("Cold skills"): cold, cold added at round 2, none cold."""
-    return {"cold 0.2": replica(DEFAULT, seeds),
-            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
-            "no cold skills": replica(DEFAULT, seeds, fraction=0)}
-
-
 def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
     """cond -> per round warm / cold hit@1 and hit@5 of a finished `--cold-skills` sweep."""
     metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
@@ -164,8 +157,11 @@ def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
     """The default study; or VARIANTS; or, with RESULTS_DIR, a finished sweep's warm / cold rows."""
     if results_dir:
         return {label: {"rounds": sweep_table(Path(results_dir), list(conds) or None)}}
-    if variants is None:
-        return {"replica": default_study(tuple(seeds))}
+    if variants is None:  # the table of docs/blend.md ("Cold skills")
+        seeds = tuple(seeds)
+        return {"replica": {"cold 0.2": replica(DEFAULT, seeds),
+                            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
+                            "no cold skills": replica(DEFAULT, seeds, fraction=0)}}
     return {"replica": replica(variants, tuple(seeds), add_at, fraction)}
 
 
