@@ -14,9 +14,7 @@ from pathlib import Path
 
 from common import METATOOL, REPO, part_main
 
-CONDITIONS = ("c0", "c3", "c4")
-ROUNDS = 4
-SEED = 20240917
+CONDITIONS, ROUNDS, SEED = ("c0", "c3", "c4"), 4, 20240917
 
 
 def build(root: Path) -> dict:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import METATOOL, part_main, peak_rss_mb, vm_hwm_mb
+from common import METATOOL, note, part_main, peak_rss_mb, vm_hwm_mb
 
 VENDORS = ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Stark", "Wayne",
            "Wonka", "Cyberdyne", "Soylent", "Tyrell", "Aperture", "Oscorp", "Gringotts",
@@ -127,7 +126,7 @@ def run(skills: int = 4000, rounds: int = 2, per_tool: int = 1,
                                   "wall_s": round(sum(s["wall_s"] for s in steps.values()), 3),
                                   "cpu_s": round(sum(s["cpu_s"] for s in steps.values()), 3),
                                   "heldout_hit_at_1": measured.heldout_hit_at_1})
-                print(f"[c5 scale] {cond} round {r}: {per_round[-1]}", file=sys.stderr)
+                note("c5_scale", f"{cond} round {r}: {per_round[-1]}")
                 steps = {}
             run_.close()
             out["conditions"][cond] = per_round

@@ -4,14 +4,13 @@ How it measures: docs/performance.md, "bench/c5_variants.py"."""
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from common import METATOOL, part_main
+from common import METATOOL, note, part_main
 from metatool_ceiling import _hits as ceiling_hits
 
 DEFAULT_VARIANTS = ("epochs=1", "epochs=2", "epochs=3", "epochs=1,learning_rate=5e-5",
@@ -110,8 +109,8 @@ def run(pairs: str = "", sweep_json: str | None = None,
                    "train_seconds": round(seconds, 1),
                    "dev": evaluate(str(info.path), skills, dev, cold, cache)}
             result["variants"][", ".join(f"{k}={v:g}" for k, v in changes.items())] = row
-            print(f"[c5 variants] {changes or 'defaults'}: {row['steps']} steps, "
-                  f"{seconds:.0f} s; dev {row['dev']}", file=sys.stderr)
+            note("c5_variants", f"{changes or 'defaults'}: {row['steps']} steps, "
+                 f"{seconds:.0f} s; dev {row['dev']}")
     return result
 
 

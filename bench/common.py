@@ -63,11 +63,10 @@ def peak_rss_mb() -> float:
 
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system, all threads) a live process has used so far."""
-    try:
+    with contextlib.suppress(psutil.Error):
         cpu = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return None
-    return cpu.user + cpu.system
+        return cpu.user + cpu.system
+    return None
 
 
 def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from itertools import count
 from pathlib import Path
 from unittest.mock import patch
 
@@ -250,14 +251,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         if profile:
             return profile_flow(Path(profile), rounds, workdir)
         prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
-        counter = iter(range(10**6))
-
-        def config():
-            return seed_config(workdir / f"r{next(counter)}", prompts_file, rounds)
+        configs = (seed_config(workdir / f"r{i}", prompts_file, rounds) for i in count())
 
         # Untimed warm-up: model load, skill embeddings into the on-disk cache, catalog.
         t0 = time.perf_counter()
-        warm = plain_sweep(config())
+        warm = plain_sweep(next(configs))
         warmup_s = time.perf_counter() - t0
         common.note("sweep", f"warm-up plain run {warmup_s:.1f} s")
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
@@ -273,13 +271,13 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 if spid:  # the server's backlog of the previous flow is not the loop's cost
                     common.wait_until_idle(spid)
                 c0, t0 = time.process_time(), time.perf_counter()
-                plain = plain_sweep(config())
+                plain = plain_sweep(next(configs))
                 plain_s.append(time.perf_counter() - t0)
                 cpu["plain_client"].append(time.process_time() - c0)
                 plain_peak = plain_peak or common.peak_rss_mb()  # before any flow ran here
                 s0 = common.process_cpu_s(spid) if spid else None
                 c0, t0 = time.process_time(), time.perf_counter()
-                flowed = flow_sweep(config())
+                flowed = flow_sweep(next(configs))
                 flow_s.append(time.perf_counter() - t0)
                 cpu["flow_client"].append(time.process_time() - c0)
                 if s0 is not None:
