@@ -36,37 +36,35 @@ def cases(workdir: Path) -> dict[str, list[str]]:
     no_path = workdir / "empty-bin"
     no_path.mkdir(exist_ok=True)
     bare = ["env", f"PATH={no_path}", "MYTHLOOP_OPENAI_BASE_URL=http://127.0.0.1:9/v1", *CLI]
-    out = {
-        "python -c pass (baseline)": [sys.executable, "-c", "pass"],
-        "import typer (baseline)": [sys.executable, "-c", "import typer._adapters"],
-        "mythloop --help (baseline)": [*CLI, "--help"],
-        "sweep --results-dir /proc/nope/x": [*CLI, "sweep", "--rounds", "1",
-                                             "--results-dir", "/proc/nope/x"],
-        "film --runs-dir <a file>": [*CLI, "film", "the heat equation",
-                                     "--runs-dir", str(a_file)],
-        "film --backend replay (unrecorded topic)": [*CLI, "film", "the wave equation",
-                                                     "--backend", "replay"],
-        "serve --cron '99 * * *'": [*CLI, "serve", "--cron", "99 * * *"],
-        "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
-        "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
-        # issue 38: range errors, as one line instead of a panel
-        **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
-            "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
-            "--noise 2", "--noise nan", "--concurrency 0")},
-        "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
-        "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
-        "history -n 0": [*CLI, "history", "-n", "0"],
-        # issue 38: files and folders
-        "sweep --prompts <a folder>": [*CLI, "sweep", "--prompts", str(workdir)],
-        "sweep --prompts <100 MB file>": [*CLI, "sweep", "--prompts", str(big)],
-        "sweep --results-dir <unrelated files>": [*CLI, "sweep", "--results-dir",
-                                                  str(unrelated)],
-        "tags <a binary file>": [*CLI, "tags", str(binary)],
-        "render <a file with no Scene>": [*CLI, "render", str(helpers), "--out",
-                                          str(workdir / "render-out")],
-        "route <2,001-character query>": [*CLI, "route", "x" * 2001],
-        "film <no backend configured>": [*CLI, "film", "the Fourier transform", "--render"],
-    }
+    out = {"python -c pass (baseline)": [sys.executable, "-c", "pass"],
+           "import typer (baseline)": [sys.executable, "-c", "import typer._adapters"],
+           "mythloop --help (baseline)": [*CLI, "--help"],
+           "sweep --results-dir /proc/nope/x": [*CLI, "sweep", "--rounds", "1",
+                                                "--results-dir", "/proc/nope/x"],
+           "film --runs-dir <a file>": [*CLI, "film", "the heat equation",
+                                        "--runs-dir", str(a_file)],
+           "film --backend replay (unrecorded topic)": [*CLI, "film", "the wave equation",
+                                                        "--backend", "replay"],
+           "serve --cron '99 * * *'": [*CLI, "serve", "--cron", "99 * * *"],
+           "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
+           "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
+           # issue 38: range errors, as one line instead of a panel
+           **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
+               "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
+               "--noise 2", "--noise nan", "--concurrency 0")},
+           "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
+           "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
+           "history -n 0": [*CLI, "history", "-n", "0"],
+           # issue 38: files and folders
+           "sweep --prompts <a folder>": [*CLI, "sweep", "--prompts", str(workdir)],
+           "sweep --prompts <100 MB file>": [*CLI, "sweep", "--prompts", str(big)],
+           "sweep --results-dir <unrelated files>": [*CLI, "sweep", "--results-dir",
+                                                     str(unrelated)],
+           "tags <a binary file>": [*CLI, "tags", str(binary)],
+           "render <a file with no Scene>": [*CLI, "render", str(helpers), "--out",
+                                             str(workdir / "render-out")],
+           "route <2,001-character query>": [*CLI, "route", "x" * 2001],
+           "film <no backend configured>": [*CLI, "film", "the Fourier transform", "--render"]}
     for name in ("claude", "gemini", "codex", "openai"):
         out[f"sweep --judge {name} {BACKEND_CASE}"] = [*bare, "sweep", "--judge", name]
         out[f"film --backend {name} {BACKEND_CASE}"] = [*bare, "film", "the Fourier transform",

@@ -231,23 +231,21 @@ def breakdown(run: dict, times: dict) -> dict:
     waits = sorted(max(0.0, t["start"] - codegen_end) for t in scenes)
     phase = max(t["end"] for t in scenes) - min(t["start"] for t in scenes) if scenes else 0.0
     end = times.get("end")
-    return {
-        "before_flow_s": times["start"] - run["started_at"],
-        "stages_and_codegen_s": codegen_end - times["start"],
-        "scene_phase_s": phase,
-        "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
-        "render_sum_s": total("render-"),
-        "overlap": total("render-") / phase if phase else None,
-        "failed_render_s": sum(t["s"] for t in failed_render),
-        "repair_s": total("repair-"),
-        "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
-        "verify_s": total("verify-"),
-        "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
-        "stitch_s": total("stitch"),
-        "subtitles_and_voice_s": total("subtitles-and-voice"),
-        "flow_end_s": end - last_task_end if end else None,
-        "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None,
-    }
+    return {"before_flow_s": times["start"] - run["started_at"],
+            "stages_and_codegen_s": codegen_end - times["start"],
+            "scene_phase_s": phase,
+            "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
+            "render_sum_s": total("render-"),
+            "overlap": total("render-") / phase if phase else None,
+            "failed_render_s": sum(t["s"] for t in failed_render),
+            "repair_s": total("repair-"),
+            "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
+            "verify_s": total("verify-"),
+            "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
+            "stitch_s": total("stitch"),
+            "subtitles_and_voice_s": total("subtitles-and-voice"),
+            "flow_end_s": end - last_task_end if end else None,
+            "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None}
 
 
 def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: int = 2) -> dict:
@@ -372,31 +370,27 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
                if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
     film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
-    reference = {
-        "pairs": len(triples),
-        "plain_uncached_s": common.stats(uncached_s),
+    reference = None if not triples else {
+        "pairs": len(triples), "plain_uncached_s": common.stats(uncached_s),
         "plain_uncached_cpu_s": common.stats(uncached_cpu),
         "film_over_plain_uncached": common.ratio_stats(film_u, uncached_s),
-        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu),
-    } if triples else None
-    return {
-        "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
-        "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
-        "server_startup_s": server.startup_s if server else None,
-        "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
-        "film_over_plain": common.ratio_stats(film_s, plain_s),
-        "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
-        "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
-                                      if f.get("server_cpu_s") is not None]),
-        "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
-        "cpu_method": films[-1]["cpu_method"] if films else None,
-        "render_cpu": _render_cpu([f for f, _ in used]),
-        "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
-                                statistics.median(film_cpu) if film_cpu else None),
-        "uncached_reference": reference,
-        "breakdowns": [f["breakdown"] for f in films],
-        "films": films, "plains": plains,
-    }
+        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu)}
+    return {"mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
+            "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
+            "server_startup_s": server.startup_s if server else None,
+            "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
+            "film_over_plain": common.ratio_stats(film_s, plain_s),
+            "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
+            "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
+                                          if f.get("server_cpu_s") is not None]),
+            "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
+            "cpu_method": films[-1]["cpu_method"] if films else None,
+            "render_cpu": _render_cpu([f for f, _ in used]),
+            "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
+                                    statistics.median(film_cpu) if film_cpu else None),
+            "uncached_reference": reference,
+            "breakdowns": [f["breakdown"] for f in films],
+            "films": films, "plains": plains}
 
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
@@ -485,37 +479,35 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                 formulas = formula_cache.stats()
                 startup = startup_and_latex(workdir)
     renders = [_renders(f["manifest"]) for f in first["films"]]
-    result = {
-        "prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
-        "render_workers": manifest.get("render_workers"),
-        "scenes": len(manifest.get("scenes", [])),
-        "quiet_load_below": quiet_load, "quiet_wait_s": quiet_wait_s,
-        "modes": {m: {k: v for k, v in r.items() if k not in ("films", "plains")}
-                  for m, r in results.items()},
-        "breakdown_median": {m: _median_breakdown(r["breakdowns"]) for m, r in results.items()},
-        "renders": renders,
-        "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
-                                         for rs in renders]),
-        "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
-        "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
-                                "duration_s": s["duration"], "attempts": s["attempts"]}
-                               for s in manifest.get("scenes", [])],
-        "repairs": [len(f["manifest"].get("repairs", [])) for f in first["films"]],
-        "repaired_scenes": [[r["scene"] for r in f["manifest"].get("repairs", [])]
-                            for f in first["films"]],
-        "video_duration_s": (manifest.get("film") or {}).get("duration"),
-        "plain_video_duration_s": results[modes[0]]["plains"][-1].get("duration_s"),
-        "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for r in results.values()
-                                 for p in r["plains"]),
-        "render_split": split,
-        "rerun": rerun_result,
-        "formula_cache": formulas,
-        "startup_and_latex": startup,
-    }
+    result = {"prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
+              "render_workers": manifest.get("render_workers"),
+              "scenes": len(manifest.get("scenes", [])),
+              "quiet_load_below": quiet_load, "quiet_wait_s": quiet_wait_s,
+              "modes": {m: {k: v for k, v in r.items() if k not in ("films", "plains")}
+                        for m, r in results.items()},
+              "breakdown_median": {m: _median_breakdown(r["breakdowns"])
+                                   for m, r in results.items()},
+              "renders": renders,
+              "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
+                                               for rs in renders]),
+              "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs)
+                                                  for rs in renders]),
+              "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
+                                      "duration_s": s["duration"], "attempts": s["attempts"]}
+                                     for s in manifest.get("scenes", [])],
+              "repairs": [len(f["manifest"].get("repairs", [])) for f in first["films"]],
+              "repaired_scenes": [[r["scene"] for r in f["manifest"].get("repairs", [])]
+                                  for f in first["films"]],
+              "video_duration_s": (manifest.get("film") or {}).get("duration"),
+              "plain_video_duration_s": results[modes[0]]["plains"][-1].get("duration_s"),
+              "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for r in results.values()
+                                       for p in r["plains"]),
+              "render_split": split, "rerun": rerun_result, "formula_cache": formulas,
+              "startup_and_latex": startup}
     if rerun_result:  # its target is on the results page (bench/report.py)
-        first, again = rerun_result["first"], rerun_result["rerun"]
+        again, failed = rerun_result["rerun"], rerun_result["first"]["failed_scenes"]
         result["targets"] = {"rerun after a failed scene renders only that scene": (
-            again["ok"] and again["rendered_scenes"] == first["failed_scenes"])}
+            again["ok"] and again["rendered_scenes"] == failed)}
     return result
 
 

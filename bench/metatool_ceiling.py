@@ -44,18 +44,16 @@ def embedded(embedder=None) -> dict:
     train, _seed = load_prompts(METATOOL / "train.json")
     dev = load_heldout(METATOOL / "dev.json")
     index = {s.name: i for i, s in enumerate(skills)}
-    return {
-        "skills": skills, "train_prompts": train, "dev_prompts": dev,
-        "full": embedder.embed([full_text(s) for s in skills]),
-        "name": embedder.embed([name_text(s.name) for s in skills]),
-        "body": embedder.embed([s.body or s.description for s in skills]),
-        "docs": [f"{name_text(s.name)} {s.description}" for s in skills],
-        "train": embedder.embed([p.prompt for p in train]),
-        "dev": embedder.embed([p.prompt for p in dev]),
-        "train_texts": [p.prompt for p in train], "dev_texts": [p.prompt for p in dev],
-        "train_gold": np.array([index[p.expected_skill] for p in train]),
-        "dev_gold": np.array([index[p.expected_skill] for p in dev]),
-    }
+    return {"skills": skills, "train_prompts": train, "dev_prompts": dev,
+            "full": embedder.embed([full_text(s) for s in skills]),
+            "name": embedder.embed([name_text(s.name) for s in skills]),
+            "body": embedder.embed([s.body or s.description for s in skills]),
+            "docs": [f"{name_text(s.name)} {s.description}" for s in skills],
+            "train": embedder.embed([p.prompt for p in train]),
+            "dev": embedder.embed([p.prompt for p in dev]),
+            "train_texts": [p.prompt for p in train], "dev_texts": [p.prompt for p in dev],
+            "train_gold": np.array([index[p.expected_skill] for p in train]),
+            "dev_gold": np.array([index[p.expected_skill] for p in dev])}
 
 
 def signals(e: dict) -> dict:

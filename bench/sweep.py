@@ -215,13 +215,13 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
             common.note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
                         f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
-    return {
-        "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
-        "runs": {str(n): {k: v for k, v in r.items() if k != "metrics"} for n, r in runs.items()},
-        "turns_speedup": runs[lo]["turns_s"] / max(runs[hi]["turns_s"], 1e-9),
-        "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
-        "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values()),
-    }
+    return {"delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13,
+            "levels": list(levels),
+            "runs": {str(n): {k: v for k, v in r.items() if k != "metrics"}
+                     for n, r in runs.items()},
+            "turns_speedup": runs[lo]["turns_s"] / max(runs[hi]["turns_s"], 1e-9),
+            "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
+            "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values())}
 
 
 def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
@@ -302,24 +302,22 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
              "bench_process_after_flow": common.peak_rss_mb(),
              "prefect_server": server.get("server_peak_rss_mb")}
     cli_peak = max((c["peak_tree_rss_mb"] for c in cli), default=None)
-    return {
-        "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
-                   "prompts": "in_distribution + null (13); held-out rows left out",
-                   "judge": "simulated (noise 0.2)", "repeats": repeats},
-        "warmup_plain_s": warmup_s, "prefect_startup_s": startup, "first_flow_s": first_s,
-        "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
-        "flow_over_plain": common.ratio_stats(flow_s, plain_s),
-        "same_metrics": same, "task_runs": task_runs,
-        "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
-        "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
-        "peak_rss_mb": peaks,
-        "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
-        "latency": latency,
-        # including start-up: the fresh CLI process when run, else start-up + flow
-        "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
-                     (startup or 0.0) + first_s + statistics.median(flow_s),
-                     "peak_rss_mb": cli_peak or max(v for v in peaks.values() if v is not None)},
-    }
+    return {"config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
+                       "prompts": "in_distribution + null (13); held-out rows left out",
+                       "judge": "simulated (noise 0.2)", "repeats": repeats},
+            "warmup_plain_s": warmup_s, "prefect_startup_s": startup, "first_flow_s": first_s,
+            "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
+            "flow_over_plain": common.ratio_stats(flow_s, plain_s),
+            "same_metrics": same, "task_runs": task_runs,
+            "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
+            "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
+            "peak_rss_mb": peaks, "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
+            "latency": latency,
+            # including start-up: the fresh CLI process when run, else start-up + flow
+            "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
+                         (startup or 0.0) + first_s + statistics.median(flow_s),
+                         "peak_rss_mb": cli_peak or max(v for v in peaks.values()
+                                                        if v is not None)}}
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
