@@ -29,9 +29,7 @@ def load_model():
 
 
 def semantic_matrix(model, skills: list[Skill], queries: list[str]) -> np.ndarray:
-    """(queries x skills) semantic scores, exactly as the router contract defines them (the
-    texts written here, not taken from the router, so tests/test_pool.py checks one against
-    the other)."""
+    """(queries x skills) semantic scores as the router contract defines them (own texts)."""
     name_text = [s.name.replace("-", " ") for s in skills]
     full_text = [f"{n}: {s.description}" for n, s in zip(name_text, skills, strict=True)]
 

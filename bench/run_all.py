@@ -4,6 +4,7 @@ records appended, then the page regenerated (docs/performance.md, "How each part
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -84,11 +85,10 @@ def check(name: str, kwargs: dict) -> None:
         module.check(**kwargs)
 
 
-def _value(text: str) -> object:
-    try:
+def _value(text: str) -> object:  # a --set VALUE: JSON, else the text itself
+    with contextlib.suppress(json.JSONDecodeError):
         return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

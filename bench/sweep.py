@@ -113,12 +113,6 @@ def flow_sweep(config) -> dict:
     return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
 
 
-def _task_runs(results_dir: Path, rounds: int) -> int:
-    """Task runs of a flow run of an in-process judge: measure and learn per shard and round."""
-    shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
-    return 2 * len(shards) * rounds + 1
-
-
 def _metrics(results_dir: str) -> dict:
     """The headline numbers both variants must agree on (same library calls, same seeds)."""
     data = json.loads((Path(results_dir) / "metrics.json").read_text(encoding="utf-8"))
@@ -288,7 +282,9 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 common.wait_until_idle(spid)
             latency = latency_stand_in(workdir, prompts_file, latency_rounds,
                                        latency_delay_s) if latency_rounds else None
-        task_runs = _task_runs(Path(flowed["results_dir"]), rounds)
+        # the flow's task runs (in-process judge): measure and learn per shard and round, analysis
+        shards = [d for d in Path(flowed["results_dir"]).iterdir() if (d / "turns.jsonl").exists()]
+        task_runs = 2 * len(shards) * rounds + 1
         same = (_metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
                 == _metrics(flowed["results_dir"]))
         cli = []
