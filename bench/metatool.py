@@ -129,27 +129,23 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
     if not (METATOOL / "train.json").is_file():
         return {"absent": f"{METATOOL} holds no train.json"}
     with tempfile.TemporaryDirectory(prefix="mythloop-metatool-") as tmp:  # gone afterwards
-        return _run(Path(tmp), rounds, conditions, noise, timeout, plot)
-
-
-def _run(workdir: Path, rounds: int, conditions: tuple[str, ...], noise: float, timeout: float,
-         plot: bool) -> dict:
-    results = workdir / "sweep"
-    cmd = [sys.executable, "-m", "mythloop_app.cli", "sweep",
-           "--pool", str(METATOOL / "pool"), "--prompts", str(METATOOL / "train.json"),
-           "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
-           "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
-           "--replicates", "1", "--results-dir", str(results)]
-    child = run_child(cmd, cwd=REPO, timeout=timeout, log=workdir / "sweep.log")
-    figures = {k: child[k] for k in ("wall_s", "peak_tree_rss_mb", "returncode", "timed_out")}
-    figures.update(rounds=rounds, noise=noise)
-    if child["returncode"] != 0:
-        figures["tail"] = child["tail"][-1500:]
-        return figures
-    metrics = json.loads((results / "metrics.json").read_text(encoding="utf-8"))
-    figures["heldout"] = _heldout(metrics)
-    figures["round_times"] = {c: _round_times(results / f"{c}-rep1", rounds) for c in conditions}
-    figures.update(_bm25_and_latency(results))
+        results = Path(tmp) / "sweep"
+        cmd = [sys.executable, "-m", "mythloop_app.cli", "sweep",
+               "--pool", str(METATOOL / "pool"), "--prompts", str(METATOOL / "train.json"),
+               "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
+               "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
+               "--replicates", "1", "--results-dir", str(results)]
+        child = run_child(cmd, cwd=REPO, timeout=timeout, log=Path(tmp) / "sweep.log")
+        figures = {k: child[k] for k in ("wall_s", "peak_tree_rss_mb", "returncode", "timed_out")}
+        figures.update(rounds=rounds, noise=noise)
+        if child["returncode"] != 0:
+            figures["tail"] = child["tail"][-1500:]
+            return figures
+        metrics = json.loads((results / "metrics.json").read_text(encoding="utf-8"))
+        figures["heldout"] = _heldout(metrics)
+        figures["round_times"] = {c: _round_times(results / f"{c}-rep1", rounds)
+                                  for c in conditions}
+        figures.update(_bm25_and_latency(results))
     if plot:  # the figure docs/blend.md shows
         _plot(figures["heldout"], figures["bm25"], PNG)
     return figures
