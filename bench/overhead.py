@@ -78,10 +78,9 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
                 extra[name] = {"per_task_ms": seconds / bn * 1e3, "n": bn}
             payload.close()
     bare_ms, ml_ms = pair["bare"], pair["mythloop"]
-    return {"n": n, "repeats": repeats,
-            "bare_ms": stats(bare_ms), "mythloop_ms": stats(ml_ms),
+    return {"n": n, "repeats": repeats, "bare_ms": stats(bare_ms), "mythloop_ms": stats(ml_ms),
             "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
-            "extra_ms_per_task": (stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)])),
+            "extra_ms_per_task": stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)]),
             "breakdown": extra, "prefect_startup_s": server["startup_s"]}
 
 
