@@ -107,7 +107,7 @@ def tree_rss_mb(root: int) -> float:
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
               meter: CpuMeter | None = None) -> dict:
-    """Run CMD in its own session (docs/performance.md, "How each part measures"): its measures."""
+    """CMD in a session of its own, killed at TIMEOUT: wall, exit, peak tree RSS, CPU, LOG's tail."""
     token = uuid.uuid4().hex
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
