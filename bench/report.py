@@ -198,10 +198,8 @@ def render(recs: list[dict]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write(directory: Path = records.RECORDS, page: Path = PAGE) -> str:
-    text = render(records.load(directory))
-    page.write_text(text, encoding="utf-8")
-    return text
+def write(directory: Path = records.RECORDS, page: Path = PAGE) -> None:
+    page.write_text(render(records.load(directory)), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

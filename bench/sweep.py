@@ -126,7 +126,7 @@ def prefect_server(start: bool = True):
 
     with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         if settings.PREFECT_API_URL.value() or not start:
-            yield {"startup_s": None, "server_pid": None, "server": None}
+            yield {"startup_s": None, "server_pid": None}
             return
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker
@@ -136,8 +136,7 @@ def prefect_server(start: bool = True):
         # The same singleton Prefect's client starts when no API URL is set.
         server = SubprocessASGIServer()
         server.start()
-        info = {"startup_s": time.perf_counter() - t0, "server_pid": server.server_process.pid,
-                "server": server}
+        info = {"startup_s": time.perf_counter() - t0, "server_pid": server.server_process.pid}
         try:
             yield info
         finally:
