@@ -1,9 +1,5 @@
 """`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
-How it measures: docs/performance.md, "bench/analyze_speed.py".
-
-    python bench/analyze_speed.py                    # against ee324ff, 2 interleaved repeats
-    python bench/analyze_speed.py --set base=COMMIT --set repeats=3 --set keep=DIR
-"""
+How it measures: docs/performance.md, "bench/analyze_speed.py"."""
 
 from __future__ import annotations
 
@@ -18,9 +14,7 @@ from pathlib import Path
 
 from common import METATOOL, REPO, part_main
 
-CONDITIONS = ("c0", "c3", "c4")
-ROUNDS = 4
-SEED = 20240917
+CONDITIONS, ROUNDS, SEED = ("c0", "c3", "c4"), 4, 20240917
 
 
 def build(root: Path) -> dict:
@@ -119,4 +113,4 @@ def run(base: str = "ee324ff", repeats: int = 2, keep: str | None = None) -> dic
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/analyze_speed.py [--set base=C]
-    sys.exit(part_main("analyze_speed"))
+    part_main("analyze_speed")

@@ -1,21 +1,5 @@
-"""The attack study of docs/blend.md ("Defences"): attack success and collateral against the
-persuadable judge's rate P, per condition.
-
-For each P one sweep of the injected pool (tools/inject_pool.py over the bundled fixtures,
-unless `pool` names one) through the plain loop of bench/sweep.py plus C5's fine-tune step
-before each round after the first (what flows/feedback_loop.py does, without Prefect: a
-flow's task runs cost more than these sweeps on 2 busy cores); a level whose results are
-already in OUT is reused, so a study can grow one level at a time. Collateral is each P's held-out hit@1 against P = 0's, paired by
-prompt and replicate (mythloop/analysis/attack.py). Records, per P and condition: top-1 and
-top-5 attack success and held-out hit@1 at the last round, the largest C - C0 top-1 attack
-success over the rounds, and the last round's collateral (mean [95% interval]).
-
-    python bench/attack_study.py --set out=/tmp/attack-study          # fixtures
-    python bench/attack_study.py --set out=/tmp/attack-study --set 'p=[1]'   # one more level
-    python bench/attack_study.py --set out=DIR --set pool=/tmp/metatool-injected \\
-        --set prompts=.../metatool/train.json --set held_out=.../metatool/dev.json \\
-        --set replicates=1 --set 'conditions=["c0","c4"]'
-"""
+"""Attack success and collateral against the persuadable judge's rate P, per condition.
+How it measures: docs/performance.md, "bench/attack_study.py"."""
 
 from __future__ import annotations
 
@@ -25,52 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from common import REPO
+from common import REPO, interval_of, mean_of, part_main
+from sweep import plain_sweep
 
 from mythloop.analysis.attack import collateral
 from mythloop.analysis.load import load_results
 
 TOP1, TOP5 = "attack.heldout.top1_rate", "attack.heldout.top5_rate"
-
-
-def _cell(s: dict | None) -> str | None:
-    return None if not s or s.get("mean") is None else \
-        f"{s['mean']:+.3f} [{s['lo']:+.3f}, {s['hi']:+.3f}]"
-
-
-def _mean(s: dict | None) -> float | None:
-    return None if not s or s.get("mean") is None else round(s["mean"], 3)
-
-
-def _sweep(config) -> float:
-    """bench/sweep.py's plain loop with C5's fine-tune step; seconds taken."""
-    from mythloop.analysis import analyze
-    from mythloop.sweep import ConditionRun, load_prompts
-    from mythloop.sweep.tuned import tune_for_round
-    from mythloop_flows.feedback_loop import _catalog, _contract, _embedder, _prepare_results_dir
-
-    t0 = time.monotonic()
-    results_dir = _prepare_results_dir(config)
-    for replicate in range(1, config.replicates + 1):
-        for cond in config.conditions:
-            prompts, seed = load_prompts(config.resolved_prompts_file())
-            run = ConditionRun(config=config, cond=cond, replicate=replicate,
-                               results_dir=results_dir, catalog=_catalog(config.resolved_pool()),
-                               prompts=prompts, base_seed=seed, embedder=_embedder(None))
-            run.open()
-            try:
-                for round_idx in range(config.rounds):
-                    run.prepare_round(round_idx)
-                    if run.tunes and round_idx > 0:
-                        tune_for_round(run, round_idx)
-                    measured = run.measure(round_idx)
-                    for row in run.learn_round(round_idx, measured.catalogs, _contract()):
-                        run.append_turn(row)
-                    run.mark_round_complete(round_idx)
-            finally:
-                run.close()
-    analyze(results_dir)
-    return round(time.monotonic() - t0, 1)
 
 
 def _figures(clean: Path, attacked: Path) -> dict:
@@ -86,14 +31,14 @@ def _figures(clean: Path, attacked: Path) -> dict:
                 is not None]
         col = (side.get((cond, last)) or {}).get("collateral")
         rows[cond] = {
-            "attack top-1": _mean(per[last].get(TOP1)),
-            "attack top-5": _mean(per[last].get(TOP5)),
+            "attack top-1": mean_of(per[last].get(TOP1)),
+            "attack top-5": mean_of(per[last].get(TOP5)),
             "attack top-1 - c0, largest over rounds": round(max(over), 3) if over else None,
-            "attack top-1 - c0": _cell(diffs.get(last, {}).get(TOP1)),
-            "heldout hit@1": _mean(per[last].get("heldout.hit@1")),
-            "collateral": _cell(col) if attacked != clean else None,
-            "collateral mean": _mean(col) if attacked != clean else None,
-            "trap_win": _mean(per[last].get("trap.trap_win_rate")),
+            "attack top-1 - c0": interval_of(diffs.get(last, {}).get(TOP1)),
+            "heldout hit@1": mean_of(per[last].get("heldout.hit@1")),
+            "collateral": interval_of(col) if attacked != clean else None,
+            "collateral mean": mean_of(col) if attacked != clean else None,
+            "trap_win": mean_of(per[last].get("trap.trap_win_rate")),
         }
     return rows
 
@@ -101,8 +46,7 @@ def _figures(clean: Path, attacked: Path) -> dict:
 def run(out: str, p: tuple = (0, 0.25, 0.5, 1), conditions: tuple = ("c0", "c3", "c4", "c5"),
         rounds: int = 4, replicates: int = 3, noise: float = 0.2, pool: str | None = None,
         prompts: str | None = None, held_out: str | None = None) -> dict:
-    """The study into OUT: one sweep per P (P = 0 always), then the figures (module
-    docstring)."""
+    """The study into OUT: a sweep per P (P = 0 always; a level in OUT is reused), its figures."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     root = Path(out)
@@ -117,12 +61,14 @@ def run(out: str, p: tuple = (0, 0.25, 0.5, 1), conditions: tuple = ("c0", "c3",
     walls = {}
     for x in levels:
         if not (root / f"p{x:g}" / "metrics.json").exists():
-            walls[f"{x:g}"] = _sweep(SweepConfig(
+            t0 = time.monotonic()
+            plain_sweep(SweepConfig(
                 conditions=list(conditions), rounds=rounds, replicates=replicates,
                 judge="simulated", judge_options=JudgeOptions(noise=noise, persuade=x),
                 pool=Path(pool), prompts_file=Path(prompts) if prompts else None,
                 heldout_file=Path(held_out) if held_out else None,
-                results_dir=root / f"p{x:g}"))
+                results_dir=root / f"p{x:g}"), tune=True)
+            walls[f"{x:g}"] = round(time.monotonic() - t0, 1)
     clean = root / "p0"
     figures: dict = {f"p={x:g}": _figures(clean, root / f"p{x:g}") for x in levels}
     command = (f"mythloop sweep --pool {pool} --conditions {' '.join(conditions)} --rounds "
@@ -134,6 +80,4 @@ def run(out: str, p: tuple = (0, 0.25, 0.5, 1), conditions: tuple = ("c0", "c3",
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
-    sys.exit(part_main("attack_study"))
+    part_main("attack_study")

@@ -1,9 +1,5 @@
 """Benchmark: how fast the CLI answers bad input (one line, exit 2, before Prefect starts).
-How it measures: docs/performance.md, "bench/bad_input.py".
-
-    python bench/bad_input.py               # 5 rounds
-    python bench/bad_input.py --set repeats=1
-"""
+How it measures: docs/performance.md, "bench/bad_input.py"."""
 
 from __future__ import annotations
 
@@ -18,18 +14,11 @@ from common import part_main, ratio_stats, stats
 
 CLI = [sys.executable, "-m", "mythloop_app.cli"]
 TIMEOUT_S = 120.0  # a case that is not rejected runs on; it is stopped and reported
-
-
-BACKEND_CASE = "(no backend)"
-"""Marks the cases a backend preflight answers: their target is 2 s (issue 38), as the CLI or
-the endpoint is asked (`--version`, GET /models) before the line is written."""
+BACKEND_CASE = "(no backend)"  # a backend preflight answers these: their target is 2 s (issue 38)
 
 
 def cases(workdir: Path) -> dict[str, list[str]]:
-    """Name -> argv. The bad inputs of issues 27 and 38, plus three baselines (the bare
-    interpreter, the import of typer that parses the command line, `mythloop --help`). Each bad input is
-    answered by exit 2 and one line (`verify`: exit 1, its verdict on the scene). The backend
-    cases run with PATH one empty folder and an OpenAI endpoint nobody listens on."""
+    """Name -> argv: the bad inputs of issues 27 and 38, three baselines (docs/performance.md)"""
     a_file = workdir / "a-file"
     a_file.write_text("not a folder\n", encoding="utf-8")
     empty = workdir / "empty_scene.py"
@@ -47,37 +36,35 @@ def cases(workdir: Path) -> dict[str, list[str]]:
     no_path = workdir / "empty-bin"
     no_path.mkdir(exist_ok=True)
     bare = ["env", f"PATH={no_path}", "MYTHLOOP_OPENAI_BASE_URL=http://127.0.0.1:9/v1", *CLI]
-    out = {
-        "python -c pass (baseline)": [sys.executable, "-c", "pass"],
-        "import typer (baseline)": [sys.executable, "-c", "import typer._adapters"],
-        "mythloop --help (baseline)": [*CLI, "--help"],
-        "sweep --results-dir /proc/nope/x": [*CLI, "sweep", "--rounds", "1",
-                                             "--results-dir", "/proc/nope/x"],
-        "film --runs-dir <a file>": [*CLI, "film", "the heat equation",
-                                     "--runs-dir", str(a_file)],
-        "film --backend replay (unrecorded topic)": [*CLI, "film", "the wave equation",
-                                                     "--backend", "replay"],
-        "serve --cron '99 * * *'": [*CLI, "serve", "--cron", "99 * * *"],
-        "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
-        "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
-        # issue 38: range errors, as one line instead of a panel
-        **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
-            "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
-            "--noise 2", "--noise nan", "--concurrency 0")},
-        "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
-        "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
-        "history -n 0": [*CLI, "history", "-n", "0"],
-        # issue 38: files and folders
-        "sweep --prompts <a folder>": [*CLI, "sweep", "--prompts", str(workdir)],
-        "sweep --prompts <100 MB file>": [*CLI, "sweep", "--prompts", str(big)],
-        "sweep --results-dir <unrelated files>": [*CLI, "sweep", "--results-dir",
-                                                  str(unrelated)],
-        "tags <a binary file>": [*CLI, "tags", str(binary)],
-        "render <a file with no Scene>": [*CLI, "render", str(helpers), "--out",
-                                          str(workdir / "render-out")],
-        "route <2,001-character query>": [*CLI, "route", "x" * 2001],
-        "film <no backend configured>": [*CLI, "film", "the Fourier transform", "--render"],
-    }
+    out = {"python -c pass (baseline)": [sys.executable, "-c", "pass"],
+           "import typer (baseline)": [sys.executable, "-c", "import typer._adapters"],
+           "mythloop --help (baseline)": [*CLI, "--help"],
+           "sweep --results-dir /proc/nope/x": [*CLI, "sweep", "--rounds", "1",
+                                                "--results-dir", "/proc/nope/x"],
+           "film --runs-dir <a file>": [*CLI, "film", "the heat equation",
+                                        "--runs-dir", str(a_file)],
+           "film --backend replay (unrecorded topic)": [*CLI, "film", "the wave equation",
+                                                        "--backend", "replay"],
+           "serve --cron '99 * * *'": [*CLI, "serve", "--cron", "99 * * *"],
+           "serve --timezone Mars/Olympus": [*CLI, "serve", "--timezone", "Mars/Olympus"],
+           "verify <a file with no Scene>": [*CLI, "verify", str(empty)],
+           # issue 38: range errors, as one line instead of a panel
+           **{f"sweep {arg}": [*CLI, "sweep", *arg.split()] for arg in (
+               "--rounds 0", "--rounds -3", "--rounds abc", "--replicates 0", "--noise -0.5",
+               "--noise 2", "--noise nan", "--concurrency 0")},
+           "route --top-k 0": [*CLI, "route", "my regex hangs", "--top-k", "0"],
+           "film --max-repairs 99": [*CLI, "film", "the heat equation", "--max-repairs", "99"],
+           "history -n 0": [*CLI, "history", "-n", "0"],
+           # issue 38: files and folders
+           "sweep --prompts <a folder>": [*CLI, "sweep", "--prompts", str(workdir)],
+           "sweep --prompts <100 MB file>": [*CLI, "sweep", "--prompts", str(big)],
+           "sweep --results-dir <unrelated files>": [*CLI, "sweep", "--results-dir",
+                                                     str(unrelated)],
+           "tags <a binary file>": [*CLI, "tags", str(binary)],
+           "render <a file with no Scene>": [*CLI, "render", str(helpers), "--out",
+                                             str(workdir / "render-out")],
+           "route <2,001-character query>": [*CLI, "route", "x" * 2001],
+           "film <no backend configured>": [*CLI, "film", "the Fourier transform", "--render"]}
     for name in ("claude", "gemini", "codex", "openai"):
         out[f"sweep --judge {name} {BACKEND_CASE}"] = [*bare, "sweep", "--judge", name]
         out[f"film --backend {name} {BACKEND_CASE}"] = [*bare, "film", "the Fourier transform",
@@ -135,4 +122,4 @@ def run(repeats: int = 5) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/bad_input.py [--set KEY=VALUE]
-    sys.exit(part_main("bad_input"))
+    part_main("bad_input")

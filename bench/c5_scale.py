@@ -1,29 +1,16 @@
 """C0, C4 and C5 on a library of 4,000+ skills: wall, CPU and peak memory per round and step.
-How it measures: docs/performance.md, "bench/c5_scale.py".
-
-    python bench/c5_scale.py                          # 4,000 skills, 2 rounds
-    python bench/c5_scale.py --set skills=6000 --set rounds=3
-
-The pool is made in a temporary folder: MetaTool's 199 tools (/work/shared/benchmarks, MIT,
-read from there) plus generated variants of them (a vendor and audience phrase before the
-tool's description), so every skill text is distinct. Learned prompts: MetaTool's train
-queries, `per_tool` per tool; held-out: its dev queries. A simulated judge; nothing is tuned
-on this pool. Each condition's steps run in this process as the sweep flow runs them
-(fine-tune, measure, learn), timed one by one: wall, process CPU, and peak RSS (the peak is
-reset before each step via /proc/self/clear_refs, so it is the step's own high-water mark).
-"""
+How it measures: docs/performance.md, "bench/c5_scale.py"."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
-import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import METATOOL
+from common import METATOOL, note, part_main, peak_rss_mb, vm_hwm_mb
 
 VENDORS = ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Stark", "Wayne",
            "Wonka", "Cyberdyne", "Soylent", "Tyrell", "Aperture", "Oscorp", "Gringotts",
@@ -67,31 +54,16 @@ def make_pool(folder: Path, skills: int, per_tool: int, seed: int = 0) -> tuple[
     return pool, prompts
 
 
-def _peak_reset() -> None:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-
-
-def _peak_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _timed(steps: dict, name: str, run_, fn, *args):
-    """Run one step; its wall, CPU, peak RSS and the texts the model encoded in it."""
-    _peak_reset()
+    """Run one step; its wall, CPU, peak RSS (reset first) and the texts the model encoded."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from here
     embedder, encoded = run_.embedder, run_.embedder.encoded
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args)
     steps[name] = {"wall_s": round(time.perf_counter() - wall, 3),
-                   "cpu_s": round(time.process_time() - cpu, 3), "peak_mb": round(_peak_mb(), 1),
+                   "cpu_s": round(time.process_time() - cpu, 3),
+                   "peak_mb": round(vm_hwm_mb() or peak_rss_mb(), 1),
                    "texts_encoded": run_.embedder.encoded - (
                        encoded if run_.embedder is embedder else 0)}
     return out
@@ -154,7 +126,7 @@ def run(skills: int = 4000, rounds: int = 2, per_tool: int = 1,
                                   "wall_s": round(sum(s["wall_s"] for s in steps.values()), 3),
                                   "cpu_s": round(sum(s["cpu_s"] for s in steps.values()), 3),
                                   "heldout_hit_at_1": measured.heldout_hit_at_1})
-                print(f"[c5 scale] {cond} round {r}: {per_round[-1]}", file=sys.stderr)
+                note("c5_scale", f"{cond} round {r}: {per_round[-1]}")
                 steps = {}
             run_.close()
             out["conditions"][cond] = per_round
@@ -162,6 +134,4 @@ def run(skills: int = 4000, rounds: int = 2, per_tool: int = 1,
 
 
 if __name__ == "__main__":  # the harness runs it
-    from common import part_main
-
-    sys.exit(part_main("c5_scale"))
+    part_main("c5_scale")

@@ -1,24 +1,16 @@
 """C5's fine-tune settings tried on the trusted pairs of a real sweep (issue 41: "what was tried").
-How it measures: docs/performance.md, "bench/c5_variants.py".
-
-    python bench/c5_variants.py --set pairs=STATE/models/ft-XXXX/pairs.jsonl \
-        --set sweep_json=RESULTS/sweep.json
-    python bench/c5_variants.py ... --set 'variants=["epochs=2", "epochs=1,learning_rate=5e-5"]'
-    (a variant: KEY=VALUE[,KEY=VALUE] over epochs, batch_size, learning_rate, max_seq_length,
-    scale; the rest stays at the sweep's settings from the pairs' lineage.json)
-"""
+How it measures: docs/performance.md, "bench/c5_variants.py"."""
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from common import METATOOL, part_main
+from common import METATOOL, note, part_main
 from metatool_ceiling import _hits as ceiling_hits
 
 DEFAULT_VARIANTS = ("epochs=1", "epochs=2", "epochs=3", "epochs=1,learning_rate=5e-5",
@@ -81,8 +73,7 @@ def check(pairs: str = "", sweep_json: str | None = None,
 
 def run(pairs: str = "", sweep_json: str | None = None,
         variants: tuple = DEFAULT_VARIANTS) -> dict:
-    """Each variant fine-tuned from the base model on PAIRS; dev hit@k of the tuned model
-    alone, all / warm / cold (cold tools from SWEEP_JSON, the sweep's sweep.json)."""
+    """Each variant tuned on PAIRS; dev hit@k of the model alone, all / warm / cold (SWEEP_JSON)."""
     from mythloop.router.embedder import default_model
     from mythloop.router.models import ModelStore
     from mythloop.router.tuning import TrainingPair, TuneSettings, fine_tune
@@ -118,10 +109,10 @@ def run(pairs: str = "", sweep_json: str | None = None,
                    "train_seconds": round(seconds, 1),
                    "dev": evaluate(str(info.path), skills, dev, cold, cache)}
             result["variants"][", ".join(f"{k}={v:g}" for k, v in changes.items())] = row
-            print(f"[c5 variants] {changes or 'defaults'}: {row['steps']} steps, "
-                  f"{seconds:.0f} s; dev {row['dev']}", file=sys.stderr)
+            note("c5_variants", f"{changes or 'defaults'}: {row['steps']} steps, "
+                 f"{seconds:.0f} s; dev {row['dev']}")
     return result
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("c5_variants"))
+    part_main("c5_variants")

@@ -1,9 +1,5 @@
-"""Shared helpers of the benchmarks: timing statistics, peak memory, child processes, machine info.
-
-Every figure is reported as min / median / max over repeated runs. Peak memory is
-the resident set size (RSS): of this process from `resource.getrusage`, or of a
-whole process tree (a CLI run plus its Prefect server) sampled from /proc.
-"""
+"""Shared helpers of the benchmarks: timing statistics, peak memory, child processes, machine
+info. What they measure: docs/performance.md, "How each part measures"."""
 
 from __future__ import annotations
 
@@ -48,6 +44,18 @@ def ratio_stats(numer: list[float], denom: list[float]) -> dict:
             "min": min(numer) / max(denom), "max": max(numer) / min(denom)}
 
 
+def mean_of(cell: dict | None, digits: int = 3) -> float | None:
+    """A metrics.json cell's mean, rounded (None when it has none)."""
+    return None if not cell or cell.get("mean") is None else round(cell["mean"], digits)
+
+
+def interval_of(cell: dict | None, digits: int = 3) -> str | None:
+    """A metrics.json cell as `+mean [+lo, +hi]` (None when it has no mean)."""
+    if not cell or cell.get("mean") is None:
+        return None
+    return f"{cell['mean']:+.{digits}f} [{cell['lo']:+.{digits}f}, {cell['hi']:+.{digits}f}]"
+
+
 def peak_rss_mb() -> float:
     """Peak RSS of this process so far, in MiB (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -55,19 +63,14 @@ def peak_rss_mb() -> float:
 
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system, all threads) a live process has used so far."""
-    try:
+    with contextlib.suppress(psutil.Error):
         cpu = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return None
-    return cpu.user + cpu.system
+        return cpu.user + cpu.system
+    return None
 
 
 def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> float:
-    """Wait until a process has used < 5% of a core for `quiet_s`; the CPU seconds it used meanwhile.
-
-    A Prefect server goes on recording task-run events after the client returns; waiting
-    keeps that backlog out of whatever is timed next, and measures it.
-    """
+    """Wait until PID uses < 5% of a core for QUIET_S; the CPU seconds it used meanwhile."""
     start = last = process_cpu_s(pid)
     if start is None:
         return 0.0
@@ -83,6 +86,15 @@ def wait_until_idle(pid: int, quiet_s: float = 0.5, limit_s: float = 60.0) -> fl
     return last - start
 
 
+def vm_hwm_mb(pid: int | str = "self") -> float | None:
+    """Peak RSS (VmHWM) of a live process, MiB; None when /proc cannot tell."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
 def tree_rss_mb(root: int) -> float:
     """Current RSS of ROOT and all its live descendants together, in MiB."""
     total = 0
@@ -95,13 +107,7 @@ def tree_rss_mb(root: int) -> float:
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
               meter: CpuMeter | None = None) -> dict:
-    """Run CMD in its own session; wall seconds, return code, peak tree RSS and own max RSS,
-    and its CPU seconds (`cpu_s`: METER's cgroup when given, else the reaped tree's).
-
-    Killed with its process group at TIMEOUT; anything it started that left the group
-    (found by an environment marker) is stopped when it ends. Output goes to LOG (or is
-    dropped); the last 2000 characters come back as `tail`.
-    """
+    """CMD in a session of its own, killed at TIMEOUT: wall, exit, peak tree RSS, CPU, LOG's tail."""
     token = uuid.uuid4().hex
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115
@@ -142,14 +148,9 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
 
 
 class CpuMeter:
-    """CPU seconds (user + system) of every process a command starts, however it ends.
-
-    A cgroup of its own (cgroup v1 `cpuacct`, or cgroup v2 `cpu.stat`): the command joins it
-    before it execs, and everything it forks stays in it, so renders in a PID namespace, a
-    temporary server and an ffmpeg that lived 50 ms all count, whether or not their parents
-    reaped them. Where no cgroup can be made (not root, no cgroupfs), it falls back to the
-    `wait4` usage of the command's reaped tree, and `method` says so.
-    """
+    """CPU seconds (user + system) of every process a command starts, reaped or not: a cgroup
+    of its own (v1 `cpuacct` or v2 `cpu.stat`) that the command joins before it execs. Where
+    none can be made (not root, no cgroupfs), `method` says the reaped tree's `wait4` counts."""
 
     _ROOTS = (("/sys/fs/cgroup/cpuacct", "cpuacct.usage", 1e-9),
               ("/sys/fs/cgroup/unified", "cpu.stat", 1e-6),
@@ -208,10 +209,7 @@ class CpuMeter:
 
 
 def wait_for_quiet(threshold: float, limit_s: float, poll_s: float = 5.0) -> dict:
-    """Wait until the 1-minute load average is below THRESHOLD, up to LIMIT_S seconds.
-
-    Returns the load when it stopped waiting, whether it was quiet, and the seconds waited.
-    """
+    """Wait up to LIMIT_S for the 1-minute load to fall below THRESHOLD; load, quiet, waited_s."""
     t0 = time.monotonic()
     while True:
         load = os.getloadavg()[0]
@@ -242,30 +240,22 @@ def _git_commit() -> str | None:
 
 
 def _version(name: str) -> str:
-    try:
+    with contextlib.suppress(metadata.PackageNotFoundError):
         return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return "absent"
 
 
 def machine_info() -> dict:
     """CPU model, cores, memory, OS, Python, package versions, UTC date, load, git commit."""
-    return {
-        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)),
-        "memory_gb": psutil.virtual_memory().total / 2**30,
-        "os": platform.platform(),
-        "python": sys.version.split()[0],
-        "packages": {name: _version(name) for name in PACKAGES},
-        "loadavg": loadavg(),
-        "git": _git_commit(),
-    }
+    return {"date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), "cpu": _cpu_model(),
+            "cores": os.cpu_count(), "cores_usable": len(os.sched_getaffinity(0)),
+            "memory_gb": psutil.virtual_memory().total / 2**30, "os": platform.platform(),
+            "python": sys.version.split()[0],
+            "packages": {name: _version(name) for name in PACKAGES},
+            "loadavg": loadavg(), "git": _git_commit()}
 
 
 def loadavg() -> list[float]:
-    """The 1, 5 and 15 minute load averages (how busy the shared machine was)."""
     return [round(x, 2) for x in os.getloadavg()]
 
 
@@ -280,9 +270,7 @@ def bench_env(state_dir: Path) -> dict[str, str]:
         "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL": "WARNING",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
                                        env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     })
@@ -302,14 +290,11 @@ def mythloop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mythloop_app"]
 
 
-def sweep_cli(args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
-              timeout: float = 3600) -> dict:
-    """`mythloop sweep ARGS` in a child process, as a user runs it (run_child's measures); a
-    failure raises with the end of its output."""
-    child = run_child([*mythloop_cmd(), "sweep", *args], env=env, cwd=REPO, timeout=timeout,
-                      log=log)
+def mythloop_child(args: list[str], timeout: float = 3600, **kwargs) -> dict:
+    """`mythloop ARGS` in a child (run_child's keywords, cwd the checkout); raises if it fails"""
+    child = run_child([*mythloop_cmd(), *args], timeout=timeout, **{"cwd": REPO, **kwargs})
     if child["returncode"] != 0:
-        raise RuntimeError(f"mythloop sweep failed (exit {child['returncode']}): "
+        raise RuntimeError(f"mythloop {args[0]} failed (exit {child['returncode']}): "
                            f"{child['tail'][-800:]}")
     return child
 
@@ -319,9 +304,8 @@ def note(part: str, message: str) -> None:
     print(f"[bench {part}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def part_main(name: str) -> int:
-    """`python bench/<name>.py [--set KEY=VALUE ...]`: the part, run by the harness
-    (bench/run_all.py --only NAME), which records its figures and regenerates the page."""
+def part_main(name: str) -> None:
+    """`python bench/<name>.py [--set KEY=VALUE ...]`: `bench/run_all.py --only NAME`, exits."""
     from run_all import main  # noqa: PLC0415 (run_all imports this module)
 
-    return main(["--only", name, *sys.argv[1:]])
+    sys.exit(main(["--only", name, *sys.argv[1:]]))

@@ -1,14 +1,5 @@
-"""Compare two selections of benchmark records, figure by figure.
-
-    python bench/compare.py A B [--part film] [--all]
-
-A and B each select records: a commit (a prefix of the one recorded) or a run label as the
-page lists it (e.g. "film run C"). For every figure both hold, the latest record of each is
-compared: both values and whether the difference is beyond the noise of the repeated runs,
-by Welch's t-test (scipy.stats.ttest_ind) over the recorded values at p < 0.05. A figure
-with fewer than two values on either side (a single run, or a figure carried over with
-only its median and range) cannot be tested, and the line says so.
-"""
+"""Compare two selections of benchmark records, figure by figure (A, B: a commit or a run label).
+How it tells noise from a change: docs/performance.md, "Reading a figure"."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
-How it measures: docs/performance.md, "bench/film.py".
-
-    python bench/film.py                  # about 15 minutes on 2 quiet cores
-    python bench/film.py --set repeats=1 --set rerun=false --set 'modes=["temporary_server"]'
-"""
+How it measures: docs/performance.md, "bench/film.py"."""
 
 from __future__ import annotations
 
@@ -54,13 +50,12 @@ def _manifest(runs_dir: Path) -> dict:
 
 def plain_manim(scene_file: Path, scene: str, workdir: Path,
                 meter: common.CpuMeter | None = None, extra: tuple[str, ...] = ()) -> dict:
-    """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a` for all) from a fresh temp
-    dir."""
+    """`python -m manim -ql [EXTRA]` of SCENE_FILE (SCENE, or `-a`) from a fresh temp dir."""
     with tempfile.TemporaryDirectory(prefix="plain-manim-", dir=workdir) as tmp:
         shutil.copy(scene_file, Path(tmp) / "scene.py")
-        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py", scene],
-                                  cwd=Path(tmp), timeout=900, log=workdir / "plain-manim.log",
-                                  meter=meter)
+        result = common.run_child([sys.executable, "-m", "manim", "-ql", *extra, "scene.py",
+                                   scene], cwd=Path(tmp), timeout=900, meter=meter,
+                                  log=workdir / "plain-manim.log")
         if result["returncode"] != 0:
             raise RuntimeError(f"plain manim failed: {result['tail'][-600:]}")
         videos = [v for v in Path(tmp).rglob("*.mp4") if "partial_movie_files" not in v.parts
@@ -72,13 +67,11 @@ def plain_manim(scene_file: Path, scene: str, workdir: Path,
 
 
 def _duration(video: Path) -> float | None:
-    try:
-        out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration",
-                              "-of", "csv=p=0", str(video)], capture_output=True, text=True,
-                             timeout=60)
-        return float(out.stdout.strip())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
+    with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+        return float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration",
+                                     "-of", "csv=p=0", str(video)], capture_output=True,
+                                    text=True, timeout=60).stdout.strip())
+    return None
 
 
 def _renders(manifest: dict) -> list[dict]:
@@ -114,9 +107,7 @@ FORMULA_SCENE = ("from manim import *\n\nclass Formula(Scene):\n    def construc
 
 
 def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
-    """Per-scene start-up and LaTeX cost, before (cold sandbox, LaTeX compiled in the scene)
-    and after (warm worker, formula-cache hit), side by side in one run: a tiny scene and
-    a one-formula scene each rendered both ways, alternating."""
+    """Per-scene start-up and LaTeX cost, cold and warm, alternating (tiny and formula scenes)."""
     from mythloop.mythos.sandbox import render, render_pool
 
     tiny = workdir / "tiny_startup.py"
@@ -152,22 +143,6 @@ def startup_and_latex(workdir: Path, repeats: int = 2) -> dict:
             "latex_after_s": med["warm_formula_hit_s"] - med["warm_tiny_s"]}
 
 
-def film_cli(prompt: str, state: Path, runs_dir: Path, meter: common.CpuMeter, log: Path,
-             render: bool = True) -> dict:
-    """`mythloop film PROMPT --backend replay --render -q l --fresh`, as a user runs it: wall,
-    CPU seconds of its whole process tree, and its manifest. RENDER False: the same film
-    without --render (stages, codegen and verify: what the DAG costs without its renders)."""
-    rendering = ["--render"] if render else []
-    cmd = [*common.mythloop_cmd(), "film", prompt, "--backend", "replay", *rendering, "-q", "l",
-           "--fresh", "--runs-dir", str(runs_dir)]
-    result = common.run_child(cmd, env=common.bench_env(state), timeout=900, log=log, meter=meter)
-    if result["returncode"] != 0:
-        raise RuntimeError(f"the film command failed (exit {result['returncode']}): "
-                           f"{result['tail'][-800:]}")
-    result["manifest"] = _manifest(runs_dir)
-    return result
-
-
 class _Server:
     """`mythloop server` for a state folder, in a CPU meter of its own (the server-up mode)."""
 
@@ -194,12 +169,15 @@ class _Server:
         self.meter.close()
 
 
-def _film_run(server: _Server | None, *args, **kwargs) -> dict:
-    """`film_cli(*ARGS, **KWARGS)`; with a server up, also the CPU seconds the server spent
-    meanwhile (`server_cpu_s`, None without a meter), counted once it has recorded what the
-    film sent it."""
+def _film_run(server: _Server | None, prompt: str, state: Path, runs_dir: Path,
+              meter: common.CpuMeter, log: Path, render: bool = True) -> dict:
+    """`mythloop film PROMPT --backend replay [--render] -q l --fresh`, with a server's CPU"""
     before = server.meter.seconds() if server else None
-    run = film_cli(*args, **kwargs)
+    args = ["film", prompt, "--backend", "replay", *(["--render"] if render else []), "-q", "l",
+            "--fresh", "--runs-dir", str(runs_dir)]
+    run = common.mythloop_child(args, env=common.bench_env(state), timeout=900, log=log,
+                                meter=meter)
+    run["manifest"] = _manifest(runs_dir)
     if server:
         common.wait_until_idle(server.pid, quiet_s=1.0, limit_s=60)
         after = server.meter.seconds()
@@ -212,8 +190,7 @@ def _utc(text: str | None) -> float | None:
 
 
 def timeline(db: Path, flow_run_id: str) -> dict:
-    """The flow run's and its task runs' start and end (epoch seconds), from the Prefect
-    database the film wrote to (read-only)."""
+    """The flow run's and its task runs' start and end (epoch s), from the Prefect database."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         flow = con.execute("SELECT start_time, end_time FROM flow_run WHERE id = ?",
@@ -230,10 +207,7 @@ def timeline(db: Path, flow_run_id: str) -> dict:
 
 
 def breakdown(run: dict, times: dict) -> dict:
-    """Where the film's wall went: before the flow (CLI start-up and the server's start or
-    connect), the six stages and codegen, the scene phase (each render, the failed render
-    and its repair, the wait for a free worker), stitch, subtitles and voice, the flow's
-    own end (artifacts, manifest), and the command's end (result, server stop, exit)."""
+    """Where the film's wall went, stage by stage (docs/performance.md, "bench/film.py")."""
     if not times or times.get("start") is None:
         return {}
     tasks = times["tasks"]
@@ -257,39 +231,32 @@ def breakdown(run: dict, times: dict) -> dict:
     waits = sorted(max(0.0, t["start"] - codegen_end) for t in scenes)
     phase = max(t["end"] for t in scenes) - min(t["start"] for t in scenes) if scenes else 0.0
     end = times.get("end")
-    return {
-        "before_flow_s": times["start"] - run["started_at"],
-        "stages_and_codegen_s": codegen_end - times["start"],
-        "scene_phase_s": phase,
-        "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
-        "render_sum_s": total("render-"),
-        "overlap": total("render-") / phase if phase else None,
-        "failed_render_s": sum(t["s"] for t in failed_render),
-        "repair_s": total("repair-"),
-        "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
-        "verify_s": total("verify-"),
-        "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
-        "stitch_s": total("stitch"),
-        "subtitles_and_voice_s": total("subtitles-and-voice"),
-        "flow_end_s": end - last_task_end if end else None,
-        "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None,
-    }
+    return {"before_flow_s": times["start"] - run["started_at"],
+            "stages_and_codegen_s": codegen_end - times["start"],
+            "scene_phase_s": phase,
+            "renders": [{"task": t["name"], "seconds": round(t["s"], 2)} for t in renders],
+            "render_sum_s": total("render-"),
+            "overlap": total("render-") / phase if phase else None,
+            "failed_render_s": sum(t["s"] for t in failed_render),
+            "repair_s": total("repair-"),
+            "after_repair_render_s": sum(t["s"] for t in renders if "(after repair" in t["name"]),
+            "verify_s": total("verify-"),
+            "worker_wait_s": sum(waits), "worker_waits_s": [round(w, 2) for w in waits],
+            "stitch_s": total("stitch"),
+            "subtitles_and_voice_s": total("subtitles-and-voice"),
+            "flow_end_s": end - last_task_end if end else None,
+            "after_flow_s": run["started_at"] + run["wall_s"] - end if end else None}
 
 
 def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: int = 2) -> dict:
-    """The film's final scenes rendered one at a time in one warm worker (no other render
-    beside it), with the layout probe (as every film render runs) and without, alternating:
-    the CPU of each render's whole tree as its worker measured it (RenderResult.cpu_s),
-    summed over the scenes, and the wall. Against the film's own renders (two at once) and
-    plain manim's one process, this splits what the renders cost beyond plain manim."""
+    """The final scenes one at a time in one warm worker, with the layout probe and without."""
     from mythloop.mythos.sandbox import render, render_pool
 
     def one_pass(tag: str, layout: bool) -> tuple[float, float]:
         cpu = wall = 0.0
         for name in scenes:
-            result = render.render_scene(scene_file, scene=name, layout=layout,
-                                                out_dir=workdir / f"split-{tag}-{name}",
-                                                timeout=300)
+            result = render.render_scene(scene_file, scene=name, layout=layout, timeout=300,
+                                         out_dir=workdir / f"split-{tag}-{name}")
             if not result.ok or result.cpu_s is None:
                 raise RuntimeError(f"render of {name} failed or was not measured (warm "
                                    f"workers off?): {result.message}")
@@ -314,8 +281,7 @@ def render_split(scene_file: Path, scenes: list[str], workdir: Path, repeats: in
 
 
 def _render_cpu(films: list[dict]) -> dict:
-    """From each film's manifest: its renders' CPU (the worker-measured tree of each render),
-    the failed ones apart, and its warm workers' start-up (their manim imports)."""
+    """From the manifests: the renders' CPU (ok and failed apart) and the workers' start-up."""
     def summed(film: dict, ok: bool) -> float:
         return sum(r.get("cpu_s") or 0.0 for r in film["manifest"].get("renders", [])
                    if bool(r.get("ok")) is ok and r.get("cache") == "miss")
@@ -329,17 +295,7 @@ def _render_cpu(films: list[dict]) -> dict:
 
 
 def _cpu_split(mode: dict, split: dict | None) -> dict | None:
-    """The renders' own extra CPU (the film's CPU beyond plain manim + the film without
-    --render + one more import of manim), split by what each part measured:
-
-    - the failed render of scene 1 (plain manim renders the repaired file only);
-    - the warm workers' start-up beyond two imports of manim (plain's, and the floor's one);
-    - each render, one at a time, beyond plain manim's scenes (plain's CPU less one import):
-      the sandbox's fork, namespaces, tmpfs and filter, the formula service, the probe;
-      of it, the layout probe alone (with it less without it);
-    - two renders at once on 2 cores (the film's renders less the same scenes one at a time);
-    - the rest: stitch, subtitles and voice, the flow's own work while renders run.
-    """
+    """The renders' CPU beyond the floor, split by cause (docs/performance.md, "bench/film.py")."""
     floor, cpu = mode.get("floor") or {}, mode.get("render_cpu") or {}
     extra = floor.get("render_side_extra_cpu_s")
     imports = (floor.get("import_manim_cpu_s") or {}).get("median")
@@ -364,24 +320,19 @@ def _cpu_split(mode: dict, split: dict | None) -> dict | None:
     return out
 
 
-def _film_cpu(film: dict) -> float:
-    """A film run's CPU seconds, with the server's share when a server was up."""
+def _film_cpu(film: dict) -> float:  # with the server's share when a server was up
     return film["cpu_s"] + (film.get("server_cpu_s") or 0.0)
 
 
 def _columns(pairs: list[tuple[dict, dict]]) -> tuple[list[float], ...]:
-    """Of (film, plain) pairs: the films' walls, the plains' walls, the films' CPU seconds
-    (with the server's share), the plains' CPU seconds."""
+    """Of (film, plain) pairs: film walls, plain walls, film CPU (server's share too), plain CPU."""
     return ([f["wall_s"] for f, _ in pairs], [p["wall_s"] for _, p in pairs],
             [_film_cpu(f) for f, _ in pairs], [p["cpu_s"] for _, p in pairs])
 
 
 def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load: float,
                 quiet_wait_s: float, uncached: bool = True) -> dict:
-    """REPEATS alternating film / plain pairs in MODE, each run after a wait for a quiet
-    machine; CPU of each run's whole process tree (the server's share too, when one is up).
-    UNCACHED: each pair also runs plain manim with --disable_caching, as the film's renders
-    do (a reference beside the goal's plain manim, which runs with manim's defaults)."""
+    """REPEATS alternating film / plain (/ plain --disable_caching) runs in MODE, each quiet."""
     state = workdir / f"state-{mode}"
     (state / "prefect").mkdir(parents=True, exist_ok=True)
     server = _Server(state, workdir / f"server-{mode}.log") if mode == "server_up" else None
@@ -419,40 +370,32 @@ def _mode_pairs(mode: str, repeats: int, prompt: str, workdir: Path, quiet_load:
     triples = [(f, u) for f, p, u in zip(films, plains, uncached_runs, strict=False)
                if not quiet_pairs or all(r["quiet"]["quiet"] for r in (f, p, u))]
     film_u, uncached_s, film_u_cpu, uncached_cpu = _columns(triples)
-    reference = {
-        "pairs": len(triples),
-        "plain_uncached_s": common.stats(uncached_s),
+    reference = None if not triples else {
+        "pairs": len(triples), "plain_uncached_s": common.stats(uncached_s),
         "plain_uncached_cpu_s": common.stats(uncached_cpu),
         "film_over_plain_uncached": common.ratio_stats(film_u, uncached_s),
-        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu),
-    } if triples else None
-    return {
-        "mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
-        "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
-        "server_startup_s": server.startup_s if server else None,
-        "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
-        "film_over_plain": common.ratio_stats(film_s, plain_s),
-        "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
-        "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
-                                      if f.get("server_cpu_s") is not None]),
-        "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
-        "cpu_method": films[-1]["cpu_method"] if films else None,
-        "render_cpu": _render_cpu([f for f, _ in used]),
-        "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
-                                statistics.median(film_cpu) if film_cpu else None),
-        "uncached_reference": reference,
-        "breakdowns": [f["breakdown"] for f in films],
-        "films": films, "plains": plains,
-    }
+        "cpu_over_plain_uncached": common.ratio_stats(film_u_cpu, uncached_cpu)}
+    return {"mode": mode, "pairs": len(films), "quiet_pairs": len(quiet_pairs),
+            "ratio_from": "quiet pairs" if quiet_pairs else "all pairs (no quiet pair: see load)",
+            "server_startup_s": server.startup_s if server else None,
+            "film_s": common.stats(film_s), "plain_manim_s": common.stats(plain_s),
+            "film_over_plain": common.ratio_stats(film_s, plain_s),
+            "film_cpu_s": common.stats(film_cpu), "plain_cpu_s": common.stats(plain_cpu),
+            "server_cpu_s": common.stats([f["server_cpu_s"] for f, _ in used
+                                          if f.get("server_cpu_s") is not None]),
+            "cpu_over_plain": common.ratio_stats(film_cpu, plain_cpu),
+            "cpu_method": films[-1]["cpu_method"] if films else None,
+            "render_cpu": _render_cpu([f for f, _ in used]),
+            "floor": _floor_figures(floor, statistics.median(plain_cpu) if plain_cpu else None,
+                                    statistics.median(film_cpu) if film_cpu else None),
+            "uncached_reference": reference,
+            "breakdowns": [f["breakdown"] for f in films],
+            "films": films, "plains": plains}
 
 
 def _floor(mode: str, prompt: str, state: Path, workdir: Path, server: _Server | None,
            quiet_load: float, quiet_wait_s: float, repeats: int = 2) -> dict:
-    """What the film pays that plain manim does not, measured apart (each run quiet, CPU of
-    its whole tree): the same film without --render (the CLI, Prefect, the server's share, the
-    stages, codegen and verify: the DAG without its renders), and one `import manim` (what
-    each warm worker beyond the first pays); with no server up, also one import of Prefect's
-    server module (most of what the temporary server's start costs, in a process of its own)."""
+    """The floor, each run quiet: the film without --render and imports (docs/performance.md)."""
     runs: dict[str, list[float]] = {"no_render_film_cpu_s": [], "import_manim_cpu_s": [],
                                     "no_render_film_s": [], "import_prefect_server_cpu_s": []}
     for i in range(repeats):
@@ -480,10 +423,7 @@ def _import_cpu_s(module: str, env: dict[str, str] | None = None) -> float:
 
 
 def _floor_figures(floor: dict, plain_cpu: float | None, film_cpu: float | None) -> dict:
-    """The floor's figures, and the CPU the film would cost if its renders cost exactly what
-    plain manim's one process does: plain + the film without --render + one more manim
-    import (two workers on two cores); its ratio to plain is the least the CPU ratio can be
-    with Prefect in the loop."""
+    """The floor's figures, and the least CPU the film can cost and its ratio to plain's."""
     out = {k: common.stats(v) for k, v in floor.items() if v}
     if plain_cpu and {"no_render_film_cpu_s", "import_manim_cpu_s"} <= out.keys():
         least = (plain_cpu + out["no_render_film_cpu_s"]["median"]
@@ -506,13 +446,7 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
         workdir: Path | None = None, modes: tuple[str, ...] = MODES,
         quiet_load: float | None = None, quiet_wait_s: float = 300.0,
         probe: bool = True, uncached: bool = True) -> dict:
-    """All film figures as a dict (for `bench/run_all.py`).
-
-    Each mode: REPEATS pairs of `mythloop film ... --fresh` and plain manim of its final
-    file, alternating, each started once the 1-minute load average is below QUIET_LOAD
-    (half the cores by default; a wait of at most QUIET_WAIT_S, and the run says when it
-    could not get one). The ratio is the median over quiet pairs only, when there are any.
-    """
+    """All film figures: per mode REPEATS film / plain pairs; ratios over the quiet pairs."""
     common.repo_on_path()
     from sweep import prefect_server
 
@@ -545,39 +479,37 @@ def run(repeats: int = 3, rerun: bool = True, prompt: str = PROMPT, start_server
                 formulas = formula_cache.stats()
                 startup = startup_and_latex(workdir)
     renders = [_renders(f["manifest"]) for f in first["films"]]
-    result = {
-        "prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
-        "render_workers": manifest.get("render_workers"),
-        "scenes": len(manifest.get("scenes", [])),
-        "quiet_load_below": quiet_load, "quiet_wait_s": quiet_wait_s,
-        "modes": {m: {k: v for k, v in r.items() if k not in ("films", "plains")}
-                  for m, r in results.items()},
-        "breakdown_median": {m: _median_breakdown(r["breakdowns"]) for m, r in results.items()},
-        "renders": renders,
-        "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
-                                         for rs in renders]),
-        "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs) for rs in renders]),
-        "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
-                                "duration_s": s["duration"], "attempts": s["attempts"]}
-                               for s in manifest.get("scenes", [])],
-        "repairs": [len(f["manifest"].get("repairs", [])) for f in first["films"]],
-        "repaired_scenes": [[r["scene"] for r in f["manifest"].get("repairs", [])]
-                            for f in first["films"]],
-        "video_duration_s": (manifest.get("film") or {}).get("duration"),
-        "plain_video_duration_s": results[modes[0]]["plains"][-1].get("duration_s"),
-        "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for r in results.values()
-                                 for p in r["plains"]),
-        "render_split": split,
-        "rerun": rerun_result,
-        "formula_cache": formulas,
-        "startup_and_latex": startup,
-    }
+    result = {"prompt": prompt, "quality": "l", "repeats": repeats, "cores": cores,
+              "render_workers": manifest.get("render_workers"),
+              "scenes": len(manifest.get("scenes", [])),
+              "quiet_load_below": quiet_load, "quiet_wait_s": quiet_wait_s,
+              "modes": {m: {k: v for k, v in r.items() if k not in ("films", "plains")}
+                        for m, r in results.items()},
+              "breakdown_median": {m: _median_breakdown(r["breakdowns"])
+                                   for m, r in results.items()},
+              "renders": renders,
+              "failed_render_s": common.stats([sum(r["seconds"] or 0 for r in rs if not r["ok"])
+                                               for rs in renders]),
+              "scene_render_sum_s": common.stats([sum(r["seconds"] or 0 for r in rs)
+                                                  for rs in renders]),
+              "per_scene_render_s": [{"scene": s["label"], "render_s": s["render_seconds"],
+                                      "duration_s": s["duration"], "attempts": s["attempts"]}
+                                     for s in manifest.get("scenes", [])],
+              "repairs": [len(f["manifest"].get("repairs", [])) for f in first["films"]],
+              "repaired_scenes": [[r["scene"] for r in f["manifest"].get("repairs", [])]
+                                  for f in first["films"]],
+              "video_duration_s": (manifest.get("film") or {}).get("duration"),
+              "plain_video_duration_s": results[modes[0]]["plains"][-1].get("duration_s"),
+              "plain_peak_rss_mb": max(p["peak_tree_rss_mb"] for r in results.values()
+                                       for p in r["plains"]),
+              "render_split": split, "rerun": rerun_result, "formula_cache": formulas,
+              "startup_and_latex": startup}
     if rerun_result:  # its target is on the results page (bench/report.py)
+        again, failed = rerun_result["rerun"], rerun_result["first"]["failed_scenes"]
         result["targets"] = {"rerun after a failed scene renders only that scene": (
-            rerun_result["rerun"]["ok"] and rerun_result["rerun"]["rendered_scenes"]
-            == rerun_result["first"]["failed_scenes"])}
+            again["ok"] and again["rendered_scenes"] == failed)}
     return result
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/film.py [--set KEY=VALUE]
-    sys.exit(common.part_main("film"))
+    common.part_main("film")

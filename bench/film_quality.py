@@ -1,16 +1,11 @@
 """Film quality of rendered films, from their run dirs: what a viewer gets, measured.
-How it measures: docs/performance.md, "bench/film_quality.py".
-
-    mythloop film "the heat equation" --backend replay --render -q l --voice espeak
-    python bench/film_quality.py --set 'runs=[".mythloop/runs/mythos/<stamp>-the-heat-equation"]'
-"""
+How it measures: docs/performance.md, "bench/film_quality.py"."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -29,8 +24,7 @@ def _secs(stamp: str) -> float:
 
 
 def rejudged(run: Path, scenes: list[dict]) -> tuple[Counter, Counter] | None:
-    """(findings by kind with the planned zooms, without them) from the run's probe records;
-    None when a scene has no record in the run dir."""
+    """(findings by kind with the planned zooms, without them), or None without probe records."""
     heeded, ignored = Counter(), Counter()
     for index, scene in enumerate(scenes, start=1):
         path = run / "render" / (scene.get("label") or f"scene-{index:02d}") / "media" / \
@@ -88,4 +82,4 @@ def run(runs: tuple = ()) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("film_quality"))
+    part_main("film_quality")

@@ -1,21 +1,13 @@
-"""The fixture study of docs/blend.md: 5 replicates x 6 rounds at noise 0.3, c0 c3 c4 on the
-bundled pool and prompts, through the plain loop of bench/sweep.py (no Prefect); records the
-last round's trap-win rate, in-distribution hit@5 and hit@3 minus C0 (mean [95% interval]),
-held-out hit@3 and how often a poisoned twin sits in the top-5 catalog, per condition.
-How it measures: docs/performance.md, "bench/fixture_study.py".
-
-    python bench/fixture_study.py --set out=/tmp/fixture-study      # ~4 min on 2 busy cores
-    python bench/fixture_study.py --set out=/tmp/fixture-c5 --set 'conditions=["c0","c3","c4","c5"]'
-"""
+"""The fixture study of docs/blend.md (5 replicates x 6 rounds at noise 0.3, the bundled pool).
+How it measures: docs/performance.md, "bench/fixture_study.py"."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
-from common import bench_env, part_main, sweep_cli
+from common import bench_env, interval_of, mean_of, mythloop_child, part_main
 from sweep import plain_sweep
 
 from mythloop.sweep import JudgeOptions, SweepConfig
@@ -28,9 +20,10 @@ def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
     out, conditions = Path(out), list(conditions)
     started = time.monotonic()
     if "c5" in conditions:
-        sweep_cli(["--conditions", *conditions, "--rounds", str(ROUNDS), "--replicates",
-                   str(REPLICATES), "--judge", "simulated", "--noise", str(NOISE),
-                   "--results-dir", str(out)], env=bench_env(out.parent / f"{out.name}-state"))
+        mythloop_child(["sweep", "--conditions", *conditions, "--rounds", str(ROUNDS),
+                        "--replicates", str(REPLICATES), "--judge", "simulated", "--noise",
+                        str(NOISE), "--results-dir", str(out)],
+                       env=bench_env(out.parent / f"{out.name}-state"))
     else:
         plain_sweep(SweepConfig(conditions=conditions, rounds=ROUNDS, replicates=REPLICATES,
                                 judge="simulated", judge_options=JudgeOptions(noise=NOISE),
@@ -38,27 +31,22 @@ def run(out: str, conditions: tuple = ("c0", "c3", "c4")) -> dict:
     m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     last = str(m["last_round"])
 
-    def cell(s: dict | None) -> str | None:
-        return None if not s else f"{s['mean']:+.2f} [{s['lo']:+.2f}, {s['hi']:+.2f}]"
-
-    def mean(s: dict | None) -> float | None:
-        return None if not s or s.get("mean") is None else round(s["mean"], 2)
-
     rows: dict = {}
     for cond in m["conditions"]:
         s = m["per_round"][cond][last]
         diff = m["differences"].get(f"{cond}-c0", {}).get("per_round", {}).get(last, {})
-        rows[cond] = {"trap_win": mean(s.get("trap.trap_win_rate")),
-                      "hit@5 - c0": cell(diff.get("in_distribution.hit@5")),
-                      "hit@3 - c0": cell(diff.get("in_distribution.hit@3")),
-                      "heldout hit@3": mean(s.get("heldout.hit@3")),
-                      "poisoned in top-5 catalog": mean(
-                          s.get("catalog.in_distribution.poisoned_rate"))}
-    rows["_run"] = {"wall_s": round(time.monotonic() - started, 1), "rounds": ROUNDS, "replicates": REPLICATES,
-                    "noise": NOISE, "through": "mythloop sweep" if "c5" in conditions
+        rows[cond] = {"trap_win": mean_of(s.get("trap.trap_win_rate"), 2),
+                      "hit@5 - c0": interval_of(diff.get("in_distribution.hit@5"), 2),
+                      "hit@3 - c0": interval_of(diff.get("in_distribution.hit@3"), 2),
+                      "heldout hit@3": mean_of(s.get("heldout.hit@3"), 2),
+                      "poisoned in top-5 catalog": mean_of(
+                          s.get("catalog.in_distribution.poisoned_rate"), 2)}
+    rows["_run"] = {"wall_s": round(time.monotonic() - started, 1), "rounds": ROUNDS,
+                    "replicates": REPLICATES, "noise": NOISE,
+                    "through": "mythloop sweep" if "c5" in conditions
                     else "plain loop (bench/sweep.py)"}
     return rows
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("fixture_study"))
+    part_main("fixture_study")

@@ -1,13 +1,7 @@
-"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation:
-the simulated sweeps and their true values as docs/statistics.md ("Coverage") describes them.
-
-    python bench/intervals.py                  # 4000 sweeps per shape, recorded
-    python bench/intervals.py --set sims=400   # a quick look
-"""
+"""Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation.
+How it measures: docs/statistics.md, "Coverage (bench/intervals.py)"."""
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 from common import part_main
@@ -65,10 +59,7 @@ def coverage(rate: float, reps: int, effect: float, sims: int, *, shared: bool =
 
 def alternatives(rate: float, reps: int, sims: int, *, resamples: int = 1000,
                  seed: int = SEED) -> dict[str, float]:
-    """Coverage of the level by the methods not chosen, on the same kind of sweeps: a
-    percentile bootstrap over prompts (two-stage: prompts, then replicates within them), a
-    t interval over prompts (clustered SE, no range), and the earlier t over replicate
-    means (none below 3 replicates)."""
+    """Coverage of the level by the methods not chosen (docs/statistics.md), on the same sweeps."""
     from scipy.stats import t
 
     rng = np.random.default_rng([seed, int(rate * 100), reps, 99])
@@ -130,4 +121,4 @@ def run(sims: int = 4000) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/intervals.py [--set sims=400]
-    sys.exit(part_main("intervals"))
+    part_main("intervals")

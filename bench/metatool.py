@@ -1,13 +1,11 @@
 """The router and its loop on a public benchmark: MetaTool's ToolE set (199 tools).
-How it measures: docs/performance.md, "bench/metatool.py".
-
-    python bench/metatool.py --set rounds=4
-"""
+How it measures: docs/performance.md, "bench/metatool.py"."""
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,9 +16,7 @@ PNG = REPO / "bench" / "metatool.png"
 
 
 def _round_times(shard: Path, rounds: int) -> list[dict]:
-    """Measure and learn seconds per round, from when the sandbox's files were written: the
-    store snapshot at the round's start, its round file (measure done), the next snapshot or
-    the progress file (learn done)."""
+    """Measure and learn seconds per round, from when the sandbox's files were written."""
     out = []
     for r in range(rounds):
         start = shard / "snapshots" / f"store_before_round_{r}.db"
@@ -35,9 +31,7 @@ def _round_times(shard: Path, rounds: int) -> list[dict]:
 
 
 def _heldout(metrics: dict) -> dict:
-    """cond -> [{round, hit@1, hit@5, mrr, ci, vs_c0}] from the sweep's metrics.json: the
-    means, their 95% intervals (`ci`: the report's, 374 dev prompts as the unit) and each
-    learning condition minus C0 paired by prompt (`vs_c0`: mean, lo, hi)."""
+    """cond -> per round dev hit@1 / hit@5 / MRR, 95% intervals, minus C0 (metrics.json)"""
     out = {}
     keys = ("hit@1", "hit@5", "mrr")
     for cond, rounds in metrics["per_round"].items():
@@ -120,11 +114,10 @@ def _plot(heldout: dict, bm25: dict, path: Path) -> None:
                 label=cond.upper())
     ax.axhline(bm25["hit@1"], color="grey", ls=":", label="BM25 (name + description)")
     ax.axhline(0.6715, color="black", ls="--", lw=0.8, label="Re-Invoke (published)")
-    ax.set_xticks(sorted({r["round"] + 1 for rows in heldout.values() for r in rows}))
-    ax.set_xlabel("round (measured before that round's learning)")
-    ax.set_ylabel("held-out (dev) hit@1")
-    ax.set_title("MetaTool ToolE, 199 tools: held-out hit@1 per round")
-    ax.set_ylim(0, 1)
+    ax.set(xticks=sorted({r["round"] + 1 for rows in heldout.values() for r in rows}),
+           xlabel="round (measured before that round's learning)", ylim=(0, 1),
+           ylabel="held-out (dev) hit@1",
+           title="MetaTool ToolE, 199 tools: held-out hit@1 per round")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
@@ -135,34 +128,28 @@ def run(rounds: int = 4, conditions: tuple[str, ...] = ("c0", "c3", "c4"), noise
         timeout: float = 1800, plot: bool = True) -> dict:
     if not (METATOOL / "train.json").is_file():
         return {"absent": f"{METATOOL} holds no train.json"}
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="mythloop-metatool-") as tmp:  # gone afterwards
-        return _run(Path(tmp), rounds, conditions, noise, timeout, plot)
-
-
-def _run(workdir: Path, rounds: int, conditions: tuple[str, ...], noise: float, timeout: float,
-         plot: bool) -> dict:
-    results = workdir / "sweep"
-    cmd = [sys.executable, "-m", "mythloop_app.cli", "sweep",
-           "--pool", str(METATOOL / "pool"), "--prompts", str(METATOOL / "train.json"),
-           "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
-           "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
-           "--replicates", "1", "--results-dir", str(results)]
-    child = run_child(cmd, cwd=REPO, timeout=timeout, log=workdir / "sweep.log")
-    figures = {k: child[k] for k in ("wall_s", "peak_tree_rss_mb", "returncode", "timed_out")}
-    figures.update(rounds=rounds, noise=noise)
-    if child["returncode"] != 0:
-        figures["tail"] = child["tail"][-1500:]
-        return figures
-    metrics = json.loads((results / "metrics.json").read_text(encoding="utf-8"))
-    figures["heldout"] = _heldout(metrics)
-    figures["round_times"] = {c: _round_times(results / f"{c}-rep1", rounds) for c in conditions}
-    figures.update(_bm25_and_latency(results))
+        results = Path(tmp) / "sweep"
+        cmd = [sys.executable, "-m", "mythloop_app.cli", "sweep",
+               "--pool", str(METATOOL / "pool"), "--prompts", str(METATOOL / "train.json"),
+               "--held-out", str(METATOOL / "dev.json"), "--judge", "simulated",
+               "--noise", str(noise), "--conditions", *conditions, "--rounds", str(rounds),
+               "--replicates", "1", "--results-dir", str(results)]
+        child = run_child(cmd, cwd=REPO, timeout=timeout, log=Path(tmp) / "sweep.log")
+        figures = {k: child[k] for k in ("wall_s", "peak_tree_rss_mb", "returncode", "timed_out")}
+        figures.update(rounds=rounds, noise=noise)
+        if child["returncode"] != 0:
+            figures["tail"] = child["tail"][-1500:]
+            return figures
+        metrics = json.loads((results / "metrics.json").read_text(encoding="utf-8"))
+        figures["heldout"] = _heldout(metrics)
+        figures["round_times"] = {c: _round_times(results / f"{c}-rep1", rounds)
+                                  for c in conditions}
+        figures.update(_bm25_and_latency(results))
     if plot:  # the figure docs/blend.md shows
         _plot(figures["heldout"], figures["bm25"], PNG)
     return figures
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/metatool.py [--set KEY=VALUE]
-    sys.exit(part_main("metatool"))
+    part_main("metatool")

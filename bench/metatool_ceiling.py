@@ -1,12 +1,8 @@
 """What the C4 blend's signals can reach on MetaTool's dev split when every train label is known.
-How it measures: docs/performance.md, "bench/metatool_ceiling.py".
-
-    python bench/metatool_ceiling.py       # about a minute
-"""
+How it measures: docs/performance.md, "bench/metatool_ceiling.py" (about a minute)."""
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -30,17 +26,14 @@ def _scores(router, dev, vecs) -> dict:
 
 
 def _hits(score: np.ndarray, gold: np.ndarray) -> dict:
-    """hit@1, hit@5 and MRR (0 outside the top 10) of a (queries, skills) score matrix; a
-    skill that ties with the gold one does not push it down (rank = 1 + strictly higher)."""
+    """hit@1, hit@5, MRR (0 outside the top 10) of a score matrix; a tie does not push gold down."""
     rank = (score > score[np.arange(gold.shape[0]), gold][:, None]).sum(axis=1) + 1
     return {"hit@1": round(float(np.mean(rank == 1)), 3), "hit@5": round(float(np.mean(rank <= 5)), 3),
             "mrr": round(float(np.mean(np.where(rank <= 10, 1.0 / rank, 0.0))), 3)}
 
 
 def embedded(embedder=None) -> dict:
-    """MetaTool's skills, train and dev queries (as loaded), and the arrays the signal studies
-    need: the skills' name+description, name and body vectors, their BM25 documents, the
-    queries' vectors, texts and right-skill indices."""
+    """MetaTool's skills and queries, embedded, with the texts and gold indices the studies need."""
     from mythloop.router import get_embedder
     from mythloop.router.ranker import full_text, name_text
     from mythloop.skills import load_catalog
@@ -51,22 +44,20 @@ def embedded(embedder=None) -> dict:
     train, _seed = load_prompts(METATOOL / "train.json")
     dev = load_heldout(METATOOL / "dev.json")
     index = {s.name: i for i, s in enumerate(skills)}
-    return {
-        "skills": skills, "train_prompts": train, "dev_prompts": dev,
-        "full": embedder.embed([full_text(s) for s in skills]),
-        "name": embedder.embed([name_text(s.name) for s in skills]),
-        "body": embedder.embed([s.body or s.description for s in skills]),
-        "docs": [f"{name_text(s.name)} {s.description}" for s in skills],
-        "train": embedder.embed([p.prompt for p in train]),
-        "dev": embedder.embed([p.prompt for p in dev]),
-        "train_texts": [p.prompt for p in train], "dev_texts": [p.prompt for p in dev],
-        "train_gold": np.array([index[p.expected_skill] for p in train]),
-        "dev_gold": np.array([index[p.expected_skill] for p in dev]),
-    }
+    return {"skills": skills, "train_prompts": train, "dev_prompts": dev,
+            "full": embedder.embed([full_text(s) for s in skills]),
+            "name": embedder.embed([name_text(s.name) for s in skills]),
+            "body": embedder.embed([s.body or s.description for s in skills]),
+            "docs": [f"{name_text(s.name)} {s.description}" for s in skills],
+            "train": embedder.embed([p.prompt for p in train]),
+            "dev": embedder.embed([p.prompt for p in dev]),
+            "train_texts": [p.prompt for p in train], "dev_texts": [p.prompt for p in dev],
+            "train_gold": np.array([index[p.expected_skill] for p in train]),
+            "dev_gold": np.array([index[p.expected_skill] for p in dev])}
 
 
 def signals(e: dict) -> dict:
-    """The grid of extra signals over known train labels (module docstring)."""
+    """The grid of extra signals over known train labels (docs/performance.md)."""
     from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (bench only)
 
     from mythloop.router.lexical import BM25
@@ -141,4 +132,4 @@ def run() -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("metatool_ceiling"))
+    part_main("metatool_ceiling")

@@ -1,16 +1,10 @@
 """Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
-How it measures: docs/performance.md, "bench/metatool_cold.py".
-
-    python bench/metatool_cold.py            # the default study, ~1 min once embeddings are cached
-    python bench/metatool_cold.py --set 'variants={"x": {"prior": 1}}' --set add_at=2
-    python bench/metatool_cold.py --set results_dir=DIR --set 'conds=["c4"]' --set label=...
-"""
+How it measures: docs/performance.md, "bench/metatool_cold.py"."""
 
 from __future__ import annotations
 
 import json
 import pickle
-import sys
 import tempfile
 from pathlib import Path
 
@@ -38,8 +32,7 @@ def _load() -> dict:
 
 
 def _score(e, q, texts, helps, present, v) -> np.ndarray:
-    """C4's score of each query (q, texts) over the skills under variant V (docs/performance.md,
-    "bench/metatool_cold.py", names the keys); absent skills -inf."""
+    """C4's score of each query under variant V (keys: docs/performance.md); absent skills -inf."""
     n = e["full"].shape[0]
     semantic = np.maximum(q @ e["full"].T, q @ e["name"].T)
     if v.get("c0"):
@@ -69,9 +62,7 @@ def _score(e, q, texts, helps, present, v) -> np.ndarray:
 
 
 def loop(e, cold, seed=0, rounds=4, noise=0.2, add_at=None, **v) -> list[dict]:
-    """Dev hit@1 / hit@5, warm and cold, measured at the start of each round. Variant keys of
-    the catalog: `explore` (sigma of the Thompson-sampled fifth slot), `page` (a query whose
-    catalog earned no HELPFUL verdict is shown the next five the next round)."""
+    """Dev hit@1 / hit@5, warm and cold, at the start of each round (catalog keys: explore, page)"""
     rng = np.random.default_rng(seed)
     n = e["full"].shape[0]
     is_cold = np.isin(np.arange(n), cold)
@@ -133,17 +124,8 @@ DEFAULT = {"c0": {"c0": True},
                {"prior": 0.5, "lex": "desc", "explore": 0.1}}
 
 
-def default_study(seeds=(0, 1)) -> dict:
-    """The table of docs/blend.md ("Cold skills"): every variant on the cold split, with the
-    cold skills added at round 2, and with no skill held back."""
-    return {"cold 0.2": replica(DEFAULT, seeds),
-            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
-            "no cold skills": replica(DEFAULT, seeds, fraction=0)}
-
-
 def sweep_table(results_dir: Path, conds: list[str] | None = None) -> dict:
-    """cond -> [{round, warm hit@1, warm hit@5, cold hit@1, cold hit@5}] from a finished
-    sweep's metrics.json (`mythloop sweep ... --cold-skills`), for `conds` (default: all)."""
+    """cond -> per round warm / cold hit@1 and hit@5 of a finished `--cold-skills` sweep."""
     metrics = json.loads((results_dir / "metrics.json").read_text(encoding="utf-8"))
     out = {}
     for cond, rounds in metrics["per_round"].items():
@@ -172,14 +154,16 @@ def check(variants: dict | None = None, **_: object) -> None:
 
 def run(variants: dict | None = None, seeds=(0, 1), add_at=None, fraction=0.2,
         results_dir: str | None = None, conds: tuple = (), label: str = "sweep") -> dict:
-    """The replica's default study; or VARIANTS of it; or, with RESULTS_DIR, the warm / cold
-    rows of a finished `mythloop sweep ... --cold-skills` (conditions CONDS) under LABEL."""
+    """The default study; or VARIANTS; or, with RESULTS_DIR, a finished sweep's warm / cold rows."""
     if results_dir:
         return {label: {"rounds": sweep_table(Path(results_dir), list(conds) or None)}}
-    if variants is None:
-        return {"replica": default_study(tuple(seeds))}
+    if variants is None:  # the table of docs/blend.md ("Cold skills")
+        seeds = tuple(seeds)
+        return {"replica": {"cold 0.2": replica(DEFAULT, seeds),
+                            "cold 0.2, added at round 2": replica(DEFAULT, seeds, 2),
+                            "no cold skills": replica(DEFAULT, seeds, fraction=0)}}
     return {"replica": replica(variants, tuple(seeds), add_at, fraction)}
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("metatool_cold"))
+    part_main("metatool_cold")

@@ -1,12 +1,7 @@
 """Would other signals, or a catalog that explores, carry C4's learning loop on MetaTool further?
-How it measures: docs/performance.md, "bench/metatool_replica.py".
-
-    python bench/metatool_replica.py       # about a minute
-"""
+How it measures: docs/performance.md, "bench/metatool_replica.py" (about a minute)."""
 
 from __future__ import annotations
-
-import sys
 
 from common import part_main
 from metatool_cold import replica
@@ -18,12 +13,11 @@ VARIANTS = {"c4": {}, "c4 + body": {"body": 0.2}, "c4 + vote": {"vote": 0.5},
 
 
 def run(seeds: tuple[int, ...] = (0, 1)) -> dict:
-    """Each variant's dev hit@1 / hit@5 by round (means over the judge seeds), every tool warm:
-    the replica of bench/metatool_cold.py with no tool held back."""
+    """Each variant's dev hit@1 / hit@5 by round (means over the seeds), every tool warm."""
     res = replica(VARIANTS, tuple(seeds), fraction=0)
     return {"rounds": {name: [r["warm"] for r in res[name]] for name in VARIANTS},
             "seeds": list(seeds), "data": res["data"]}
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("metatool_replica"))
+    part_main("metatool_replica")

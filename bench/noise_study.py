@@ -1,19 +1,13 @@
-"""The noise study: `mythloop sweep --judge simulated --noise 0 0.2 0.4 --conditions c0 c3 c4
---replicates 3 --rounds 4` timed end to end (4-16 min on 2 shared cores), with its per-level
-focus metrics; not part of `make bench`.
-
-    python bench/noise_study.py                                   # the issue's command
-    python bench/noise_study.py --set 'conditions=["c0","c3","c4","c5"]'
-"""
+"""The noise study: `mythloop sweep` at three judge noise levels, timed, with focus metrics.
+How it measures: docs/performance.md, "bench/noise_study.py"."""
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-from common import part_main, sweep_cli
+from common import mythloop_child, part_main
 
 FOCUS = ("trap.trap_win_rate", "in_distribution.hit@5")
 
@@ -42,10 +36,11 @@ def run(noise: tuple = ("0", "0.2", "0.4"), conditions: tuple = ("c0", "c3", "c4
             "--replicates", "3", "--rounds", "4"]
     with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
         out = Path(results_dir or tmp)
-        child = sweep_cli([*args, "--results-dir", str(out)], log=Path(tmp) / "sweep.log")
+        child = mythloop_child(["sweep", *args, "--results-dir", str(out)],
+                               log=Path(tmp) / "sweep.log")
         return {"command": "mythloop sweep " + " ".join(args), "wall_s": child["wall_s"],
                 **figures(out)}
 
 
 if __name__ == "__main__":  # the harness runs it
-    sys.exit(part_main("noise_study"))
+    part_main("noise_study")

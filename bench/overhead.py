@@ -1,15 +1,10 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
-How it measures: docs/performance.md, "bench/overhead.py".
-
-    python bench/overhead.py            # N=200, 3 repeats of the headline pair
-    python bench/overhead.py --set n=20 --set repeats=1
-"""
+How it measures: docs/performance.md, "bench/overhead.py"."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,7 +52,6 @@ def measure(variants: list[str], n: int, payload: object = None) -> dict[str, fl
 
 def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int | None = None,
         start_server: bool = True) -> dict:
-    """All figures as a dict (for `bench/run_all.py`)."""
     repo_on_path()
     from sweep import open_condition_run, prefect_server
 
@@ -84,14 +78,11 @@ def run(n: int = 200, repeats: int = 3, breakdown: bool = True, breakdown_n: int
                 extra[name] = {"per_task_ms": seconds / bn * 1e3, "n": bn}
             payload.close()
     bare_ms, ml_ms = pair["bare"], pair["mythloop"]
-    return {
-        "n": n, "repeats": repeats,
-        "bare_ms": stats(bare_ms), "mythloop_ms": stats(ml_ms),
-        "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
-        "extra_ms_per_task": (stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)])),
-        "breakdown": extra, "prefect_startup_s": server["startup_s"],
-    }
+    return {"n": n, "repeats": repeats, "bare_ms": stats(bare_ms), "mythloop_ms": stats(ml_ms),
+            "mythloop_over_bare": ratio_stats(ml_ms, bare_ms),
+            "extra_ms_per_task": stats([m - b for m, b in zip(ml_ms, bare_ms, strict=True)]),
+            "breakdown": extra, "prefect_startup_s": server["startup_s"]}
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/overhead.py [--set KEY=VALUE]
-    sys.exit(part_main("overhead"))
+    part_main("overhead")

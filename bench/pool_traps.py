@@ -1,14 +1,9 @@
-"""How the skill pool ranks each prompt by pure semantic score (blend off, round 0): per
-prompt the expected skill's rank, per trap pair real vs poisoned score and rank. Semantic
-score as docs/contracts.md: max(cos(q, "name text: description"), cos(q, "name text")).
-
-    python bench/pool_traps.py [--set heldout=true] [--set pool=DIR] [--set prompts=FILE]
-"""
+"""How the skill pool ranks each prompt by pure semantic score (blend off, round 0).
+How it measures: docs/performance.md, "bench/pool_traps.py"."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,9 +29,7 @@ def load_model():
 
 
 def semantic_matrix(model, skills: list[Skill], queries: list[str]) -> np.ndarray:
-    """(queries x skills) semantic scores, exactly as the router contract defines them (the
-    texts written here, not taken from the router, so tests/test_pool.py checks one against
-    the other)."""
+    """(queries x skills) semantic scores as the router contract defines them (own texts)."""
     name_text = [s.name.replace("-", " ") for s in skills]
     full_text = [f"{n}: {s.description}" for n, s in zip(name_text, skills, strict=True)]
 
@@ -59,8 +52,7 @@ def prompt_rows(spec: dict, heldout: bool) -> list[dict]:
 
 def run(pool: str = str(REPO / "fixtures" / "pool"),
         prompts: str = str(REPO / "fixtures" / "prompts.yaml"), heldout: bool = False) -> dict:
-    """Per prompt the expected skill's semantic rank; per trap pair both scores and ranks and
-    whether the poisoned twin bites (scores above the real skill)."""
+    """Per prompt the expected skill's rank; per trap pair both scores and ranks and if it bites"""
     skills = load_pool(Path(pool))
     rows = prompt_rows(yaml.safe_load(Path(prompts).read_text(encoding="utf-8")), heldout)
     sem = semantic_matrix(load_model(), skills, [r["prompt"] for r in rows])
@@ -91,4 +83,4 @@ def run(pool: str = str(REPO / "fixtures" / "pool"),
 if __name__ == "__main__":  # the harness runs it
     from common import part_main
 
-    sys.exit(part_main("pool_traps"))
+    part_main("pool_traps")

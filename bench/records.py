@@ -1,12 +1,7 @@
-"""Benchmark records: one JSON line per measured figure, appended, never rewritten.
-
-A record holds the figure's part and name, its unit, every repeated value (`values`) or, for
-figures carried over from before records existed, the summary that was kept (`summary`:
-median, min, max, n), or a `text` for what is not a number; and where it was measured:
-commit, date (UTC), load average before and after, cores, machine, package versions, the
-command, and `run` (one label for the records of one measurement). `source` says where a
-carried-over record was read from. bench/RESULTS.md is generated from these files alone.
-"""
+"""Benchmark records: one JSON line per measured figure, appended, never rewritten: its part,
+name, unit, every repeated value (`values`; a carried-over figure's kept `summary`, with its
+`source`) or a `text`, and where it was measured (commit, date, load before and after, cores,
+machine, package versions, command, `run` label). bench/RESULTS.md is generated from them."""
 
 from __future__ import annotations
 
@@ -43,8 +38,7 @@ def _summary(d: dict) -> dict | None:
 
 
 def flatten(obj: object, path: list[str] | None = None) -> list[dict]:
-    """A part's figures as record bodies: a stats dict (min/median/max) is one figure with
-    its values; a number, a list of numbers, a flag or a short string one each."""
+    """A part's figures as record bodies: a stats dict, number, list, flag or short string each."""
     path = path or []
     name = ".".join(path)
     if isinstance(obj, dict):
@@ -119,8 +113,7 @@ def central(rec: dict) -> float | None:
 
 
 def spread(rec: dict) -> tuple[float, float, int | None] | None:
-    """min, max and n of a repeated figure (n None: a ratio's range over its pairings; None
-    for a single value or a text)."""
+    """min, max and n of a repeated figure (n None: a ratio's range); None for one value or text"""
     if rec.get("values") and len(rec["values"]) > 1:
         return min(rec["values"]), max(rec["values"]), len(rec["values"])
     s = rec.get("summary")

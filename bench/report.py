@@ -1,13 +1,5 @@
 """Generate bench/RESULTS.md from the records in bench/records/ and nothing else.
-
-    python bench/report.py                 # rewrite bench/RESULTS.md
-    python bench/report.py --check         # exit 1 when the page is not what the records give
-
-The page: the targets with the latest figure of each, a short history of the headline
-figures, and each part's latest figures. Every figure names its commit, date and load; one
-measured at a load above the machine's cores is marked busy. The same records always give
-the same page, byte for byte.
-"""
+--check: exit 1 when the page is not what the records give."""
 
 from __future__ import annotations
 
@@ -206,10 +198,8 @@ def render(recs: list[dict]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write(directory: Path = records.RECORDS, page: Path = PAGE) -> str:
-    text = render(records.load(directory))
-    page.write_text(text, encoding="utf-8")
-    return text
+def write(directory: Path = records.RECORDS, page: Path = PAGE) -> None:
+    page.write_text(render(records.load(directory)), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

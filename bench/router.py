@@ -1,14 +1,9 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
-How it measures: docs/performance.md, "bench/router.py".
-
-    python bench/router.py            # all sizes, about a minute or two
-    python bench/router.py --set 'sizes=[80, 10000]'
-"""
+How it measures: docs/performance.md, "bench/router.py"."""
 
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -23,12 +18,10 @@ from mythloop.verdicts import VerdictIn, VerdictStore
 
 DIM = 384
 TARGET_P50_MS = {80: 1.0, 10_000: 5.0, 100_000: 50.0}
-TARGET_SPEEDUP_10K = 20.0
-TARGET_MEMORY_RATIO = 2.0
+TARGET_SPEEDUP_10K, TARGET_MEMORY_RATIO = 20.0, 2.0
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
-    """n random unit vectors, float32."""
     m = rng.standard_normal((n, dim), dtype=np.float32)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     return m
@@ -129,17 +122,16 @@ def bench_size(n: int, n_reasons: int, rng: np.random.Generator, workdir: Path) 
     tracemalloc.stop()
     store.close()
     matrix = router.embedding_bytes
-    return {
-        "skills": n, "reasons": n_reasons, "vectorised": _stats_ms(fast), "loop": _stats_ms(slow),
-        "matvec_floor": _stats_ms(floor), "scanned_mb": sum(m.nbytes for m in mats) / 2**20,
-        "speedup": statistics.median(slow) / statistics.median(fast), "max_abs_diff": worst,
-        "embedding_matrix_mb": matrix / 2**20, "verdict_state_mb": router.state_bytes / 2**20,
-        "rank_peak_transient_mb": transient / 2**20,
-        # The target compares ranking memory with the skill matrix; the 10k reason vectors
-        # are a fixed input whatever the pool size, so they are shown beside it, not in it.
-        "memory_ratio": (matrix + transient) / matrix,
-        "memory_ratio_with_state": (matrix + router.state_bytes + transient) / matrix,
-    }
+    # The target compares ranking memory with the skill matrix; the 10k reason vectors are a
+    # fixed input whatever the pool size, so they are shown beside it, not in it.
+    return {"skills": n, "reasons": n_reasons, "vectorised": _stats_ms(fast),
+            "loop": _stats_ms(slow), "matvec_floor": _stats_ms(floor),
+            "scanned_mb": sum(m.nbytes for m in mats) / 2**20,
+            "speedup": statistics.median(slow) / statistics.median(fast), "max_abs_diff": worst,
+            "embedding_matrix_mb": matrix / 2**20, "verdict_state_mb": router.state_bytes / 2**20,
+            "rank_peak_transient_mb": transient / 2**20,
+            "memory_ratio": (matrix + transient) / matrix,
+            "memory_ratio_with_state": (matrix + router.state_bytes + transient) / matrix}
 
 
 def bench_query_embedding(repeats: int = 20) -> dict:
@@ -158,7 +150,6 @@ def bench_query_embedding(repeats: int = 20) -> dict:
 
 def run(sizes=(80, 1_000, 10_000, 100_000), n_reasons: int = 10_000, seed: int = 42,
         embed: bool = True) -> dict:
-    """All figures as a dict (for a `make bench` driver)."""
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="mythloop-bench-") as tmp:
         rows = [bench_size(n, n_reasons, rng, Path(tmp)) for n in sizes]
@@ -179,4 +170,4 @@ def check_targets(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/router.py [--set KEY=VALUE]
-    sys.exit(part_main("router"))
+    part_main("router")

@@ -1,20 +1,10 @@
 """The bench harness: each part in a child process under a clean, measured environment, its
-figures appended to bench/records/ as records, then bench/RESULTS.md regenerated from them.
-
-    python bench/run_all.py                        # make bench: the default parts
-    python bench/run_all.py --quick                # minimal sizes, a smoke run (records kept apart)
-    python bench/run_all.py --only film --set repeats=3 --set rerun=false
-    python bench/intervals.py --set sims=400       # the same: a part's own script runs it here
-
-Default parts: DEFAULT_PARTS; the others (PARTS) on demand. What the harness measures of each
-child: docs/performance.md, "How each part measures". A keyword a part's run() does not take,
-or one its check() refuses, is refused in one line before anything runs. A part that fails or
-runs out of time writes no record; the others still run.
-"""
+records appended, then the page regenerated (docs/performance.md, "How each part measures")."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -83,8 +73,7 @@ def _child(name: str, kwargs: dict, env: dict, workdir: Path, factor: float = 1.
 
 
 def check(name: str, kwargs: dict) -> None:
-    """Refuse, in one line, a keyword the part's run() does not take, or what the part's own
-    check() refuses, before anything runs."""
+    """Refuse in one line a keyword the part's run() does not take, or what its check() refuses."""
     common.repo_on_path()
     module = __import__(name)
     params = inspect.signature(module.run).parameters
@@ -96,18 +85,16 @@ def check(name: str, kwargs: dict) -> None:
         module.check(**kwargs)
 
 
-def _value(text: str) -> object:
-    try:
+def _value(text: str) -> object:  # a --set VALUE: JSON, else the text itself
+    with contextlib.suppress(json.JSONDecodeError):
         return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="minimal sizes (a smoke run)")
     parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
-    parser.add_argument("--with-scale", action="store_true", help="also run the scale part")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword of the parts' run() (VALUE read as JSON, else text)")
     parser.add_argument("--quiet-wait", type=float, default=None, help="seconds to wait for "
@@ -130,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"--set takes KEY=VALUE, not {bad[0]!r}")
     extra = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
-    wanted = args.only or [*DEFAULT_PARTS, *(["scale"] if args.with_scale else [])]
-    parts = [p for p in PARTS if p in wanted]
+    parts = [p for p in PARTS if p in (args.only or DEFAULT_PARTS)]
     kwargs = {name: {**(QUICK.get(name, {}) if args.quick else {}), **extra} for name in parts}
     for name in parts:  # bad keywords are refused before anything runs or is written
         check(name, kwargs[name])

@@ -1,10 +1,5 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
-How it measures: docs/performance.md, "bench/sweep.py".
-
-    python bench/sweep.py                 # about 4-6 minutes on 2 cores
-    python bench/sweep.py --set repeats=1 --set rounds=1 --set cli_repeats=0 --set latency_delay_s=0.5
-    python bench/sweep.py --set profile=/tmp/sweep.txt --set rounds=2   # pyinstrument, one flow
-"""
+How it measures: docs/performance.md, "bench/sweep.py"."""
 
 from __future__ import annotations
 
@@ -17,6 +12,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from itertools import count
 from pathlib import Path
 from unittest.mock import patch
 
@@ -62,10 +58,13 @@ def open_condition_run(config, cond: str, replicate: int, results_dir: Path):
     return run
 
 
-def plain_sweep(config) -> dict:
-    """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no Prefect)."""
+def plain_sweep(config, tune: bool = False) -> dict:
+    """What flows/feedback_loop.py's `sweep` and `condition_run` do, as plain calls (no
+    Prefect), turn by turn; TUNE: each round's turns in one `learn_round`, after C5's
+    fine-tune step from the second round (bench/attack_study.py)."""
     from mythloop.analysis import analyze
     from mythloop.fileio import write_json_atomic
+    from mythloop.sweep.tuned import tune_for_round
     from mythloop_flows.feedback_loop import _contract, _is_timeout, _prepare_results_dir
 
     results_dir = _prepare_results_dir(config)
@@ -80,8 +79,13 @@ def plain_sweep(config) -> dict:
                     if round_idx in done:
                         continue
                     run.prepare_round(round_idx)
+                    if tune and run.tunes and round_idx > 0:
+                        tune_for_round(run, round_idx)
                     measured = run.measure(round_idx)
-                    for prompt in run.learning_order:
+                    if tune:
+                        for row in run.learn_round(round_idx, measured.catalogs, contract):
+                            run.append_turn(row)
+                    for prompt in [] if tune else run.learning_order:
                         if prompt.id not in measured.catalogs:  # withheld (--cold-skills)
                             continue
                         catalog = measured.catalogs[prompt.id]
@@ -104,17 +108,9 @@ def plain_sweep(config) -> dict:
 
 
 def flow_sweep(config) -> dict:
-    """The Prefect flow itself."""
     from mythloop_flows.feedback_loop import sweep
 
     return sweep(config).model_dump(mode="json")  # (as plain_sweep's dict)
-
-
-def _task_runs(results_dir: Path, rounds: int) -> int:
-    """Task runs of one sweep flow run of an in-process judge: per shard and round one to
-    measure and one `learn` task, and the analysis."""
-    shards = [d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()]
-    return 2 * len(shards) * rounds + 1
 
 
 def _metrics(results_dir: str) -> dict:
@@ -125,16 +121,12 @@ def _metrics(results_dir: str) -> dict:
 
 @contextlib.contextmanager
 def prefect_server(start: bool = True):
-    """A temporary Prefect server started once, heartbeats off; yields its start-up seconds.
-
-    When PREFECT_API_URL is already set (a test harness, a `mythloop server`) that API is
-    used and no start-up is measured (None).
-    """
+    """A temporary Prefect server, heartbeats off; its start-up s (None: PREFECT_API_URL is set)."""
     from prefect import settings
 
     with settings.temporary_settings(updates={settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         if settings.PREFECT_API_URL.value() or not start:
-            yield {"startup_s": None, "server_pid": None, "server": None}
+            yield {"startup_s": None, "server_pid": None}
             return
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker
@@ -144,8 +136,7 @@ def prefect_server(start: bool = True):
         # The same singleton Prefect's client starts when no API URL is set.
         server = SubprocessASGIServer()
         server.start()
-        info = {"startup_s": time.perf_counter() - t0, "server_pid": server.server_process.pid,
-                "server": server}
+        info = {"startup_s": time.perf_counter() - t0, "server_pid": server.server_process.pid}
         try:
             yield info
         finally:
@@ -153,17 +144,8 @@ def prefect_server(start: bool = True):
             for worker in (APILogWorker, EventsWorker):
                 with contextlib.suppress(Exception):
                     worker.drain_all(timeout=5)
-            info["server_peak_rss_mb"] = _vm_hwm_mb(server.server_process.pid)
+            info["server_peak_rss_mb"] = common.vm_hwm_mb(server.server_process.pid)
             server.stop()
-
-
-def _vm_hwm_mb(pid: int) -> float | None:
-    """Peak RSS (VmHWM) of a live process, MiB."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return None
 
 
 def first_flow_seconds() -> float:
@@ -181,16 +163,15 @@ def first_flow_seconds() -> float:
 
 def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
     """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    args = ["--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds), "--replicates",
-            "1", "--prompts", str(prompts_file), "--results-dir",
+    args = ["sweep", "--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds),
+            "--replicates", "1", "--prompts", str(prompts_file), "--results-dir",
             str(workdir / f"cli-{time.time_ns()}")]
-    return common.sweep_cli(args, env=common.bench_env(state_dir), log=workdir / "cli-sweep.log",
-                            timeout=600)
+    return common.mythloop_child(args, env=common.bench_env(state_dir), timeout=600,
+                                 log=workdir / "cli-sweep.log")
 
 
 def _turn_phase_s(results_dir: Path) -> float:
-    """Seconds the learning turns took, read from the sandboxes: per shard and round, from
-    the round's measurement written to its last answer saved; summed."""
+    """Seconds of the learning turns: per shard and round, measurement to last answer; summed."""
     total = 0.0
     for shard in sorted(d for d in results_dir.iterdir() if (d / "turns.jsonl").exists()):
         for measured in shard.glob("round_*.jsonl"):
@@ -203,9 +184,7 @@ def _turn_phase_s(results_dir: Path) -> float:
 
 def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s: float = 2.0,
                      levels: tuple[int, ...] = (1, 8)) -> dict:
-    """The seed-sized sweep's rounds against the fake gemini CLI answering after `delay_s`
-    (the real CLI backend, the simulated judge's verdicts), at each --concurrency level,
-    side by side in this run; the server is already up."""
+    """The rounds against the fake gemini CLI at each --concurrency level (server already up)."""
     from mythloop.sweep import JudgeOptions, SweepConfig
 
     exe = workdir / "gemini"  # the fake gemini CLI (tests/fakes), run by this interpreter
@@ -229,13 +208,13 @@ def latency_stand_in(workdir: Path, prompts_file: Path, rounds: int = 1, delay_s
             common.note("sweep", f"latency stand-in --concurrency {n}: {wall:.1f} s "
                         f"(turns {runs[n]['turns_s']:.1f} s)")
     lo, hi = min(levels), max(levels)
-    return {
-        "delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13, "levels": list(levels),
-        "runs": {str(n): {k: v for k, v in r.items() if k != "metrics"} for n, r in runs.items()},
-        "turns_speedup": runs[lo]["turns_s"] / max(runs[hi]["turns_s"], 1e-9),
-        "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
-        "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values()),
-    }
+    return {"delay_s": delay_s, "rounds": rounds, "turns": 2 * rounds * 13,
+            "levels": list(levels),
+            "runs": {str(n): {k: v for k, v in r.items() if k != "metrics"}
+                     for n, r in runs.items()},
+            "turns_speedup": runs[lo]["turns_s"] / max(runs[hi]["turns_s"], 1e-9),
+            "wall_speedup": runs[lo]["wall_s"] / runs[hi]["wall_s"],
+            "same_metrics": all(r["metrics"] == runs[lo]["metrics"] for r in runs.values())}
 
 
 def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
@@ -257,8 +236,7 @@ def profile_flow(out: Path, rounds: int, workdir: Path) -> dict:
 def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: bool = True,
         workdir: Path | None = None, latency_rounds: int = 1, latency_delay_s: float = 2.0,
         profile: str | None = None) -> dict:
-    """All sweep figures as a dict; with PROFILE (a file), only a pyinstrument profile of one
-    flow run, written there."""
+    """All sweep figures; with PROFILE (a file), only a pyinstrument profile of one flow run."""
     common.repo_on_path()
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -266,14 +244,11 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         if profile:
             return profile_flow(Path(profile), rounds, workdir)
         prompts_file = seed_prompts_file(workdir / "prompts-seed13.yaml")
-        counter = iter(range(10**6))
-
-        def config():
-            return seed_config(workdir / f"r{next(counter)}", prompts_file, rounds)
+        configs = (seed_config(workdir / f"r{i}", prompts_file, rounds) for i in count())
 
         # Untimed warm-up: model load, skill embeddings into the on-disk cache, catalog.
         t0 = time.perf_counter()
-        warm = plain_sweep(config())
+        warm = plain_sweep(next(configs))
         warmup_s = time.perf_counter() - t0
         common.note("sweep", f"warm-up plain run {warmup_s:.1f} s")
         with prefect_server(start_server) as server, contextlib.redirect_stdout(io.StringIO()):
@@ -289,13 +264,13 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 if spid:  # the server's backlog of the previous flow is not the loop's cost
                     common.wait_until_idle(spid)
                 c0, t0 = time.process_time(), time.perf_counter()
-                plain = plain_sweep(config())
+                plain = plain_sweep(next(configs))
                 plain_s.append(time.perf_counter() - t0)
                 cpu["plain_client"].append(time.process_time() - c0)
                 plain_peak = plain_peak or common.peak_rss_mb()  # before any flow ran here
                 s0 = common.process_cpu_s(spid) if spid else None
                 c0, t0 = time.process_time(), time.perf_counter()
-                flowed = flow_sweep(config())
+                flowed = flow_sweep(next(configs))
                 flow_s.append(time.perf_counter() - t0)
                 cpu["flow_client"].append(time.process_time() - c0)
                 if s0 is not None:
@@ -306,7 +281,9 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
                 common.wait_until_idle(spid)
             latency = latency_stand_in(workdir, prompts_file, latency_rounds,
                                        latency_delay_s) if latency_rounds else None
-        task_runs = _task_runs(Path(flowed["results_dir"]), rounds)
+        # the flow's task runs (in-process judge): measure and learn per shard and round, analysis
+        shards = [d for d in Path(flowed["results_dir"]).iterdir() if (d / "turns.jsonl").exists()]
+        task_runs = 2 * len(shards) * rounds + 1
         same = (_metrics(warm["results_dir"]) == _metrics(plain["results_dir"])
                 == _metrics(flowed["results_dir"]))
         cli = []
@@ -320,27 +297,23 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
              "bench_process_after_flow": common.peak_rss_mb(),
              "prefect_server": server.get("server_peak_rss_mb")}
     cli_peak = max((c["peak_tree_rss_mb"] for c in cli), default=None)
-    return {
-        "config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
-                   "prompts": "in_distribution + null (13); held-out rows left out",
-                   "judge": "simulated (noise 0.2)", "repeats": repeats},
-        "warmup_plain_s": warmup_s,
-        "prefect_startup_s": startup, "first_flow_s": first_s,
-        "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
-        "flow_over_plain": common.ratio_stats(flow_s, plain_s),
-        "same_metrics": same,
-        "task_runs": task_runs,
-        "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
-        "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
-        "peak_rss_mb": peaks,
-        "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
-        "latency": latency,
-        # including start-up: the fresh CLI process when run, else start-up + flow
-        "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
-                     (startup or 0.0) + first_s + statistics.median(flow_s),
-                     "peak_rss_mb": cli_peak or max(v for v in peaks.values() if v is not None)},
-    }
+    return {"config": {"conditions": ["c0", "c3"], "rounds": rounds, "replicates": 1,
+                       "prompts": "in_distribution + null (13); held-out rows left out",
+                       "judge": "simulated (noise 0.2)", "repeats": repeats},
+            "warmup_plain_s": warmup_s, "prefect_startup_s": startup, "first_flow_s": first_s,
+            "plain_s": common.stats(plain_s), "flow_s": common.stats(flow_s),
+            "flow_over_plain": common.ratio_stats(flow_s, plain_s),
+            "same_metrics": same, "task_runs": task_runs,
+            "cpu_s": {name: common.stats(values) for name, values in cpu.items()},
+            "failed_turns": {"plain": plain["failed_turns"], "flow": flowed["failed_turns"]},
+            "peak_rss_mb": peaks, "cli": {"wall_s": cli_wall, "peak_tree_rss_mb": cli_peak},
+            "latency": latency,
+            # including start-up: the fresh CLI process when run, else start-up + flow
+            "headline": {"wall_with_startup_s": cli_wall["median"] if cli else
+                         (startup or 0.0) + first_s + statistics.median(flow_s),
+                         "peak_rss_mb": cli_peak or max(v for v in peaks.values()
+                                                        if v is not None)}}
 
 
 if __name__ == "__main__":  # the harness runs it: python bench/sweep.py [--set KEY=VALUE]
-    sys.exit(common.part_main("sweep"))
+    common.part_main("sweep")
