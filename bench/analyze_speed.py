@@ -1,8 +1,6 @@
 """`mythloop analyze` at MetaTool's size, this checkout against an earlier commit, side by side.
 How it measures: docs/performance.md, "bench/analyze_speed.py"."""
 
-from __future__ import annotations
-
 import json
 import os
 import random

@@ -1,8 +1,6 @@
 """Attack success and collateral against the persuadable judge's rate P, per condition.
 How it measures: docs/performance.md, "bench/attack_study.py"."""
 
-from __future__ import annotations
-
 import json
 import subprocess
 import sys

@@ -1,8 +1,6 @@
 """Benchmark: how fast the CLI answers bad input (one line, exit 2, before Prefect starts).
 How it measures: docs/performance.md, "bench/bad_input.py"."""
 
-from __future__ import annotations
-
 import os
 import subprocess
 import sys

@@ -1,8 +1,6 @@
 """C0, C4 and C5 on a library of 4,000+ skills: wall, CPU and peak memory per round and step.
 How it measures: docs/performance.md, "bench/c5_scale.py"."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import random

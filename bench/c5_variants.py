@@ -1,8 +1,6 @@
 """C5's fine-tune settings tried on the trusted pairs of a real sweep (issue 41: "what was tried").
 How it measures: docs/performance.md, "bench/c5_variants.py"."""
 
-from __future__ import annotations
-
 import json
 import tempfile
 import time

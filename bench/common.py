@@ -1,8 +1,6 @@
 """Shared helpers of the benchmarks: timing statistics, peak memory, child processes, machine
 info. What they measure: docs/performance.md, "How each part measures"."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import platform
@@ -106,7 +104,7 @@ def tree_rss_mb(root: int) -> float:
 
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 600, log: Path | None = None,
-              meter: CpuMeter | None = None) -> dict:
+              meter: "CpuMeter | None" = None) -> dict:
     """CMD in a session of its own, killed at TIMEOUT: wall, exit, peak tree RSS, CPU, LOG's tail."""
     token = uuid.uuid4().hex
     env = {**(os.environ if env is None else env), "MYTHLOOP_BENCH_CHILD": token}
@@ -189,7 +187,7 @@ class CpuMeter:
             text = dict(line.split() for line in text.splitlines() if line.strip())["usage_usec"]
         return int(text) * self.scale
 
-    def __enter__(self) -> CpuMeter:
+    def __enter__(self) -> "CpuMeter":
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,8 +1,6 @@
 """Compare two selections of benchmark records, figure by figure (A, B: a commit or a run label).
 How it tells noise from a change: docs/performance.md, "Reading a figure"."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

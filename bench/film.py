@@ -1,8 +1,6 @@
 """Benchmark: the replay film as a user runs it vs plain `manim -ql` of the same file.
 How it measures: docs/performance.md, "bench/film.py"."""
 
-from __future__ import annotations
-
 import contextlib
 import io
 import json

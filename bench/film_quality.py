@@ -1,8 +1,6 @@
 """Film quality of rendered films, from their run dirs: what a viewer gets, measured.
 How it measures: docs/performance.md, "bench/film_quality.py"."""
 
-from __future__ import annotations
-
 import json
 import re
 import subprocess

@@ -1,8 +1,6 @@
 """The fixture study of docs/blend.md (5 replicates x 6 rounds at noise 0.3, the bundled pool).
 How it measures: docs/performance.md, "bench/fixture_study.py"."""
 
-from __future__ import annotations
-
 import json
 import time
 from pathlib import Path

@@ -1,8 +1,6 @@
 """Coverage of the report's 95% intervals (mythloop.analysis.stats), measured by simulation.
 How it measures: docs/statistics.md, "Coverage (bench/intervals.py)"."""
 
-from __future__ import annotations
-
 import numpy as np
 from common import part_main
 from scipy.special import expit, logit

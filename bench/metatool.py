@@ -1,8 +1,6 @@
 """The router and its loop on a public benchmark: MetaTool's ToolE set (199 tools).
 How it measures: docs/performance.md, "bench/metatool.py"."""
 
-from __future__ import annotations
-
 import json
 import sys
 import tempfile

@@ -1,8 +1,6 @@
 """What the C4 blend's signals can reach on MetaTool's dev split when every train label is known.
 How it measures: docs/performance.md, "bench/metatool_ceiling.py" (about a minute)."""
 
-from __future__ import annotations
-
 import tempfile
 from pathlib import Path
 

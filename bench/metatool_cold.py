@@ -1,8 +1,6 @@
 """Cold skills on MetaTool: does C4's loop starve a skill it has no history for?
 How it measures: docs/performance.md, "bench/metatool_cold.py"."""
 
-from __future__ import annotations
-
 import json
 import pickle
 import tempfile

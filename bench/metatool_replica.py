@@ -1,8 +1,6 @@
 """Would other signals, or a catalog that explores, carry C4's learning loop on MetaTool further?
 How it measures: docs/performance.md, "bench/metatool_replica.py" (about a minute)."""
 
-from __future__ import annotations
-
 from common import part_main
 from metatool_cold import replica
 

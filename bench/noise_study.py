@@ -1,8 +1,6 @@
 """The noise study: `mythloop sweep` at three judge noise levels, timed, with focus metrics.
 How it measures: docs/performance.md, "bench/noise_study.py"."""
 
-from __future__ import annotations
-
 import json
 import tempfile
 from pathlib import Path

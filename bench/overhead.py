@@ -1,8 +1,6 @@
 """Benchmark: per-task orchestration overhead of a mythloop task vs a bare Prefect `@task`.
 How it measures: docs/performance.md, "bench/overhead.py"."""
 
-from __future__ import annotations
-
 import contextlib
 import io
 import tempfile

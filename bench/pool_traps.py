@@ -1,8 +1,6 @@
 """How the skill pool ranks each prompt by pure semantic score (blend off, round 0).
 How it measures: docs/performance.md, "bench/pool_traps.py"."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

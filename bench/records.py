@@ -3,8 +3,6 @@ name, unit, every repeated value (`values`; a carried-over figure's kept `summar
 `source`) or a `text`, and where it was measured (commit, date, load before and after, cores,
 machine, package versions, command, `run` label). bench/RESULTS.md is generated from them."""
 
-from __future__ import annotations
-
 import json
 import math
 import statistics

@@ -1,8 +1,6 @@
 """Generate bench/RESULTS.md from the records in bench/records/ and nothing else.
 --check: exit 1 when the page is not what the records give."""
 
-from __future__ import annotations
-
 import argparse
 import operator
 import sys

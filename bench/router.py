@@ -1,8 +1,6 @@
 """Benchmark: ranking cost after the query embedding, vectorised vs a per-skill Python loop.
 How it measures: docs/performance.md, "bench/router.py"."""
 
-from __future__ import annotations
-
 import statistics
 import tempfile
 import time

@@ -1,8 +1,6 @@
 """The bench harness: each part in a child process under a clean, measured environment, its
 records appended, then the page regenerated (docs/performance.md, "How each part measures")."""
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import inspect

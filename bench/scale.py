@@ -1,8 +1,6 @@
 """Benchmark: scale-out on this machine.
 How it measures: docs/performance.md, "bench/scale.py"."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import sys

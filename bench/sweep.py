@@ -1,8 +1,6 @@
 """Benchmark: the seed-sized sweep as the Prefect flow vs the same library calls in a plain loop.
 How it measures: docs/performance.md, "bench/sweep.py"."""
 
-from __future__ import annotations
-
 import contextlib
 import io
 import json
@@ -161,15 +159,6 @@ def first_flow_seconds() -> float:
     return time.perf_counter() - t0
 
 
-def cli_sweep(workdir: Path, prompts_file: Path, rounds: int, state_dir: Path) -> dict:
-    """`mythloop sweep` in a fresh process: the user's wall clock, its own temporary server."""
-    args = ["sweep", "--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds),
-            "--replicates", "1", "--prompts", str(prompts_file), "--results-dir",
-            str(workdir / f"cli-{time.time_ns()}")]
-    return common.mythloop_child(args, env=common.bench_env(state_dir), timeout=600,
-                                 log=workdir / "cli-sweep.log")
-
-
 def _turn_phase_s(results_dir: Path) -> float:
     """Seconds of the learning turns: per shard and round, measurement to last answer; summed."""
     total = 0.0
@@ -289,8 +278,12 @@ def run(repeats: int = 3, rounds: int = 6, cli_repeats: int = 1, start_server: b
         cli = []
         for _ in range(cli_repeats):
             common.note("sweep", "mythloop sweep in a fresh process ...")
-            cli.append(cli_sweep(workdir, prompts_file, rounds, Path(os.environ.get(
-                "MYTHLOOP_STATE_DIR", workdir / "state"))))
+            args = ["sweep", "--judge", "simulated", "--noise", "0.2", "--rounds", str(rounds),
+                    "--replicates", "1", "--prompts", str(prompts_file), "--results-dir",
+                    str(workdir / f"cli-{time.time_ns()}")]  # its own temporary server
+            state = Path(os.environ.get("MYTHLOOP_STATE_DIR", workdir / "state"))
+            cli.append(common.mythloop_child(args, env=common.bench_env(state), timeout=600,
+                                             log=workdir / "cli-sweep.log"))
     startup = server["startup_s"]
     cli_wall = common.stats([c["wall_s"] for c in cli])
     peaks = {"bench_process_after_plain": plain_peak,
