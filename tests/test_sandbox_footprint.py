@@ -226,6 +226,10 @@ def test_the_shared_staging_base_stays_while_any_process_uses_it(tmp_path):
     assert footprint.is_mount_point(base, shared=True)
     footprint._release_shared(os.path.realpath(base))  # what this process does at exit
     assert not footprint.is_mount_point(base)
+    # a render thread that starts while the exit hooks run finds the base closed: it does not
+    # bind it again (a bind made then would outlive the process, with a stage under it)
+    assert not footprint.ensure_shared(base)
+    assert not footprint.is_mount_point(base)
 
 
 _DRIVER = """

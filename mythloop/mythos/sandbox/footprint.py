@@ -107,6 +107,7 @@ def mount_stage_fs(stage: Path, size_bytes: int, inodes: int) -> bool:
 
 _SHARED_LOCK = threading.Lock()
 _SHARED: dict[str, int] = {}  # base -> the descriptor holding its lock file's shared lock
+_CLOSED: set[str] = set()  # bases released at exit: never bound again by this process
 
 
 def ensure_shared(base: Path) -> bool:
@@ -122,7 +123,7 @@ def ensure_shared(base: Path) -> bool:
     with _SHARED_LOCK:
         if key in _SHARED:
             return True
-        if os.geteuid() != 0:
+        if os.geteuid() != 0 or key in _CLOSED:  # closed: a render thread racing the exit
             return False
         try:
             fd = os.open(key + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
@@ -145,7 +146,10 @@ def ensure_shared(base: Path) -> bool:
 def _release_shared(key: str) -> None:
     """At exit: detach BASE's bind when no other process holds its lock. Also run from a
     signal handler (procs.hard_exit): a lock held by the interrupted code is waited for a
-    second at most, never forever."""
+    second at most, never forever. The base is closed first: a render thread still running
+    while a hard exit runs the hooks must not bind it again (and mount a stage under that
+    new bind) after it was detached."""
+    _CLOSED.add(key)
     if not _SHARED_LOCK.acquire(timeout=1.0):
         return
     try:
