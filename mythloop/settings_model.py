@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     c4_explore_sigma: float = Field(0.1, ge=0.0, validation_alias=_env("C4_EXPLORE_SIGMA"))
     """C4's learning catalog: prior spread of the exploration slot's Thompson draw (score +
     sigma * z / sqrt(1 + verdicts)); 0 turns exploration off (docs/blend.md)."""
-    c4_plausible_rank: int = Field(10, ge=0, validation_alias=_env("C4_PLAUSIBLE_RANK"))
+    c4_plausible_rank: int = Field(20, ge=0, validation_alias=_env("C4_PLAUSIBLE_RANK"))
     """C4 and C5, a defence against a judge a description can persuade: a HELPFUL verdict's
     prompt counts as evidence for a skill (its prototype, count, C5's training pairs) only
     where the skill ranks within this many for the prompt on its own name and description
@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     """C5: tokens per text while training (prompts and name + description fit in 64)."""
     c5_min_pairs: int = Field(2, ge=1, validation_alias=_env("C5_MIN_PAIRS"))
     """C5: fewer trusted pairs than this and the round keeps the previous model."""
+    c5_hard_negatives: bool = Field(False, validation_alias=_env("C5_HARD_NEGATIVES"))
+    """C5 in a sweep: each trusted pair also gets a hard negative, a skill its prompt's catalog
+    showed and the judge did not use (docs/blend.md, "Hard negatives")."""
 
     abstain_threshold: float = Field(0.45, validation_alias=_env("ABSTAIN_THRESHOLD"))
     """A null prompt abstains when its top score is under this."""

@@ -44,11 +44,14 @@ __all__ = ["TrainingPair", "TuneSettings", "trusted_pairs", "pairs_fingerprint",
 
 @dataclass(frozen=True)
 class TrainingPair:
-    """A retrieval positive: a prompt and the text the router embeds for its skill."""
+    """A retrieval positive: a prompt and the text the router embeds for its skill; with
+    `negative`, also a hard negative for it (the text of a skill the judge was shown for
+    this prompt and did not use; "" for none)."""
 
     query: str
     skill: str
     text: str
+    negative: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,8 @@ def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
 def pairs_fingerprint(pairs: Sequence[TrainingPair]) -> str:
     """sha256 over the pairs, independent of their order."""
     digest = hashlib.sha256()
-    for line in sorted(json.dumps([p.query, p.text]) for p in pairs):
+    for line in sorted(json.dumps([p.query, p.text, *([p.negative] if p.negative else [])])
+                       for p in pairs):  # without negatives: the fingerprint pairs had before
         digest.update(line.encode("utf-8") + b"\n")
     return digest.hexdigest()
 
@@ -129,7 +133,9 @@ def training_key(base_id: str, fingerprint: str, settings: TuneSettings) -> str:
 
 @dataclass
 class _Batches:
-    """Shuffled batches in which no skill text appears twice."""
+    """Shuffled batches in which no skill text appears twice, as a positive or a negative
+    (a negative that is another pair's positive would teach against a right answer); a
+    batch holds pairs with hard negatives or pairs without, never both."""
 
     pairs: Sequence[TrainingPair]
     size: int
@@ -144,9 +150,12 @@ class _Batches:
             texts: set[str] = set()
             rest: list[TrainingPair] = []
             for pair in todo:
-                if len(batch) < self.size and pair.text not in texts:
+                fits = len(batch) < self.size and pair.text not in texts and \
+                    (not batch or bool(batch[0].negative) == bool(pair.negative)) and \
+                    (not pair.negative or pair.negative not in texts | {pair.text})
+                if fits:
                     batch.append(pair)
-                    texts.add(pair.text)
+                    texts.update(filter(None, (pair.text, pair.negative)))
                 else:
                     rest.append(pair)
             batches.append(batch)
@@ -228,9 +237,11 @@ def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
             for batch in epoch:
                 if STOPPING.is_set():
                     raise KeyboardInterrupt("fine-tune stopped (Ctrl-C or SIGTERM)")
-                queries = model.preprocess([p.query for p in batch])
-                texts = model.preprocess([p.text for p in batch])
-                loss = loss_fn([queries, texts], None)
+                columns = [model.preprocess([p.query for p in batch]),
+                           model.preprocess([p.text for p in batch])]
+                if batch[0].negative:  # (anchor, positive, negative): MNRL's hard negatives
+                    columns.append(model.preprocess([p.negative for p in batch]))
+                loss = loss_fn(columns, None)
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
@@ -245,7 +256,9 @@ def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
             "training_key": key, "pairs": len(pairs), "pairs_fingerprint": fingerprint,
             "skills": len({p.skill for p in pairs}), "settings": settings.to_dict(),
             "steps": steps, "final_loss": round(last, 6), "train_seconds": seconds,
-            "loss": "MultipleNegativesRankingLoss (in-batch negatives)",
+            "loss": "MultipleNegativesRankingLoss (in-batch negatives"
+                    + (", hard negatives from the catalogs shown)" if any(p.negative for p in pairs)
+                       else ")"),
         }
         return models.save(model, record, pairs=[asdict(p) for p in pairs])
     finally:

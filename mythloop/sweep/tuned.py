@@ -15,16 +15,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mythloop.fileio import write_json_atomic
+from mythloop.fileio import read_records, write_json_atomic
 from mythloop.router.embedder import default_model, get_embedder, model_id_for, release_model
 from mythloop.router.models import ModelStore
-from mythloop.router.tuning import TuneSettings, fine_tune, trusted_pairs
+from mythloop.router.ranker import full_text
+from mythloop.router.tuning import TrainingPair, TuneSettings, fine_tune, trusted_pairs
 from mythloop.settings import get_settings
+from mythloop.sweep.records import TurnRow
 
 if TYPE_CHECKING:
     from mythloop.sweep.condition import ConditionRun
 
-__all__ = ["tune_settings", "base_model", "tune_for_round", "read_models", "collect_models"]
+__all__ = ["tune_settings", "base_model", "tune_for_round", "read_models", "collect_models",
+           "with_hard_negatives"]
 
 
 def tune_settings(seed: int = 0) -> TuneSettings:
@@ -38,6 +41,32 @@ def tune_settings(seed: int = 0) -> TuneSettings:
 def base_model(run: ConditionRun) -> str:
     """The model a C5 run starts from: the sweep's embedder (a local folder)."""
     return run.config.embedder or get_settings().embedder_model or default_model()
+
+
+def with_hard_negatives(run: ConditionRun, pairs: list[TrainingPair],
+                        before_round: int) -> list[TrainingPair]:
+    """PAIRS, each with a hard negative where the run's own turns (rounds before
+    BEFORE_ROUND) have one: the highest-ranked skill of a catalog shown for the pair's prompt
+    that the judge did not use (no tag) and that is no trusted positive of that prompt; the
+    latest turn that praised the pair's skill decides. A pair without one keeps none."""
+    texts = {s.name: full_text(s) for s in run.catalog.skills}
+    prompts = {p.id: " ".join(p.prompt.split()) for p in run.prompts}
+    positives: dict[str, set[str]] = {}
+    for pair in pairs:
+        positives.setdefault(pair.query, set()).add(pair.skill)
+    negative: dict[tuple[str, str], str] = {}
+    for row in read_records(run.turns_path, TurnRow):
+        query = prompts.get(row.prompt_id)
+        if not row.ok or row.round >= before_round or query is None:
+            continue
+        tagged = {str(tag.get("name")) for tag in row.tags}
+        unused = [n for n in row.ranked_top5 if n not in tagged and n in texts
+                  and n not in positives.get(query, ())]
+        for tag in row.tags:
+            if tag.get("verdict") == "HELPFUL":
+                negative[(query, str(tag.get("name")))] = texts[unused[0]] if unused else ""
+    return [TrainingPair(p.query, p.skill, p.text, negative.get((p.query, p.skill), ""))
+            for p in pairs]
 
 
 def read_models(run_dir: Path) -> dict[str, Any]:
@@ -58,6 +87,8 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
     base = base_model(run)
     gate = run.router.plausibility if run.router is not None else None
     pairs = trusted_pairs(run.store, run.catalog, plausible=gate)
+    if get_settings().c5_hard_negatives:
+        pairs = with_hard_negatives(run, pairs, round_idx)
     previous = run.embedder.model_id if run.embedder is not None else None
     record: dict[str, Any] = {"round": round_idx, "pairs": len(pairs),
                               "base_model": model_id_for(base)}
