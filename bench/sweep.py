@@ -44,10 +44,11 @@ def seed_config(results_dir: Path, prompts_file: Path, rounds: int = 6):
 
 def open_condition_run(config, cond: str, replicate: int, results_dir: Path):
     """The sweep's ConditionRun of COND, opened (store, router), as the flow makes it."""
-    from mythloop.sweep import ConditionRun, load_prompts
+    from mythloop.sweep import ConditionRun
+    from mythloop.sweep.config import load_sweep_prompts
     from mythloop_flows.feedback_loop import _catalog, _embedder
 
-    prompts, base_seed = load_prompts(config.resolved_prompts_file())
+    prompts, base_seed = load_sweep_prompts(config)  # with the --held-out file's, as the flow
     run = ConditionRun(config=config, cond=cond, replicate=replicate, results_dir=results_dir,
                        catalog=_catalog(config.resolved_pool()), prompts=prompts,
                        base_seed=config.seed if config.seed is not None else base_seed,
