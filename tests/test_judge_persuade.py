@@ -4,6 +4,7 @@ and at rate 0 nothing changes."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -150,6 +151,7 @@ def test_a_rate_out_of_range_is_refused(rate):
     (["--judge-persuade", "-0.1"], "--judge-persuade must be at least 0"),
     (["--judge-persuade", "nan"], "--judge-persuade must be a number, not nan"),
     (["--judge-persuade", "0.5", "--judge", "oracle"], "--judge-persuade needs --judge simulated"),
+    (["--judge-persuade-others"], "--judge-persuade-others needs --judge-persuade P"),
 ])
 def test_the_cli_refuses_a_bad_rate_in_one_line_before_prefect(tmp_path, args, needle):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -163,3 +165,17 @@ def test_the_cli_refuses_a_bad_rate_in_one_line_before_prefect(tmp_path, args, n
     assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
     assert "Traceback" not in proc.stderr + proc.stdout
     assert not (tmp_path / "state").exists() and not (tmp_path / "results").exists()
+
+
+def test_the_cli_hands_the_others_harmful_variant_to_the_sweep(prefect_harness, tmp_path):
+    from typer.testing import CliRunner
+
+    from mythloop_app.cli import app
+
+    out = tmp_path / "results"
+    res = CliRunner().invoke(app, ["sweep", "--conditions", "c0", "--rounds", "1",
+                                   "--judge-persuade", "1", "--judge-persuade-others",
+                                   "--results-dir", str(out)])
+    assert res.exit_code == 0, res.output
+    options = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["judge_options"]
+    assert options["persuade"] == 1.0 and options["persuade_others"] is True

@@ -47,6 +47,10 @@ def sweep(
         help="Simulated judge, threat model: probability it follows an instruction to the "
              "judge in a catalog skill's description (that skill reported HELPFUL whenever "
              "shown; docs/blend.md, \"A judge a skill can persuade\"). Default 0: off."),
+    judge_persuade_others: bool = typer.Option(
+        False, "--judge-persuade-others",
+        help="With --judge-persuade: a persuaded judge also reports every other skill of that "
+             "catalog HARMFUL where the injection asks for it (the variant that breaks C4)."),
     model: str | None = typer.Option(None, help="Model for a real judge backend."),
     pool: Path | None = typer.Option(None, parser=in_dir("skill pool", _POOL_FIX),
                                      metavar="DIR",
@@ -124,6 +128,9 @@ def sweep(
         _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)} (--judge)")
     if judge_persuade > 0 and judge != "simulated":
         _fail(f"--judge-persuade needs --judge simulated (judge {judge!r} is not simulated)")
+    if judge_persuade_others and not judge_persuade > 0:
+        _fail("--judge-persuade-others needs --judge-persuade P with P above 0 (a judge that is "
+              "never persuaded condemns nothing)")
     cold_fraction, cold_file = _cold_skills(cold_skills, add_skills_at)
     if shard_deployment is None:  # sharded, the workers' machines call the model
         from mythloop.llm.preflight import backend_problem
@@ -146,7 +153,8 @@ def sweep(
             conditions=chosen, rounds=rounds, replicates=replicates, judge=judge,
             judge_options=JudgeOptions(noise=noise[0] if len(levels) == 1 else levels[0],
                                        omit_rate=omit_rate, invent_rate=invent_rate,
-                                       persuade=judge_persuade, model=model),
+                                       persuade=judge_persuade,
+                                       persuade_others=judge_persuade_others, model=model),
             pool=pool, prompts_file=prompts, heldout_file=held_out, embedder=embedder, turn_timeout=turn_timeout,
             seed=seed, results_dir=results_dir.resolve(),
             shard_deployment=shard_deployment, strict=strict, force=force,
