@@ -37,6 +37,9 @@ def test_a_batch_never_holds_a_text_twice_as_positive_or_negative():
     pairs = [TrainingPair(f"q{i}", f"s{i % 6}", texts[i % 6], texts[(i + 1) % 6])
              for i in range(12)] + [TrainingPair(f"plain{i}", f"s{i}", texts[i]) for i in range(6)]
     batches = _Batches(pairs, 4, random.Random(3)).epoch()
+    # a pair that cannot share a batch still gets one of its own (no endless loop)
+    odd = TrainingPair("q", "s0", texts[0], texts[0])
+    assert _Batches([odd], 4, random.Random(0)).epoch() == [[odd]]
     assert sorted(p.query for b in batches for p in b) == sorted(p.query for p in pairs)
     for batch in batches:
         seen = [p.text for p in batch] + [p.negative for p in batch if p.negative]

@@ -30,7 +30,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from mythloop.router.models import ModelInfo, ModelStore
@@ -150,7 +150,7 @@ class _Batches:
             texts: set[str] = set()
             rest: list[TrainingPair] = []
             for pair in todo:
-                fits = len(batch) < self.size and pair.text not in texts and \
+                fits = not batch or len(batch) < self.size and pair.text not in texts and \
                     (not batch or bool(batch[0].negative) == bool(pair.negative)) and \
                     (not pair.negative or pair.negative not in texts | {pair.text})
                 if fits:
@@ -203,6 +203,8 @@ def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
 
     if not pairs:
         raise ValueError("fine_tune needs at least one training pair")
+    # a negative that is the pair's own skill text would teach against the right answer
+    pairs = [replace(p, negative="") if p.negative == p.text else p for p in pairs]
     settings = settings or TuneSettings()
     base_id = model_id_for(base)
     fingerprint = pairs_fingerprint(pairs)
