@@ -102,8 +102,9 @@ def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
             mine = [allowed[k] for k, (_, n) in enumerate(rows) if n == name]
             share[name] = sum(mine) / len(mine) if mine else 1.0
     counters = [store.counters(n) for n in names]
-    credible = harm_credibility([c.helpful * share[n] for c, n in zip(counters, names, strict=True)],
-                                [c.harmful for c in counters])
+    credible = harm_credibility(
+        [c.helpful * share[n] for c, n in zip(counters, names, strict=True)],
+        [c.harmful for c in counters])
     distrusted = {n for n, p in zip(names, credible, strict=True) if p >= credibility}
     seen: set[tuple[str, str]] = set()
     pairs = []

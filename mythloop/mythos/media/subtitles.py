@@ -23,8 +23,9 @@ from pathlib import Path
 
 from mythloop.fileio import write_text_atomic
 
-__all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "align_lines", "cues_for_scenes", "speech_layout", "cues_for_speech",
-           "LINE_PAUSE_S", "format_srt", "format_vtt", "write_subtitles"]
+__all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "align_lines", "cues_for_scenes",
+           "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt", "format_vtt",
+           "write_subtitles"]
 
 _GAP_S = 0.08  # between two cues of one scene
 _MIN_CUE_S = 0.4
