@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     """C5: tokens per text while training (prompts and name + description fit in 64)."""
     c5_min_pairs: int = Field(2, ge=1, validation_alias=_env("C5_MIN_PAIRS"))
     """C5: fewer trusted pairs than this and the round keeps the previous model."""
+    c5_over_praised: float = Field(1.5, ge=0.0, le=100.0,
+                                   validation_alias=_env("C5_OVER_PRAISED"))
+    """C5, a defence against a judge a description can persuade: a skill whose trusted
+    praise covers more prompts than Tukey's upper fence over the skills with pairs (Q3 + this
+    * IQR of their prompt counts; and more than 5) gives no training pairs; 0: off
+    (docs/blend.md, "Defences")."""
     c5_hard_negatives: bool = Field(False, validation_alias=_env("C5_HARD_NEGATIVES"))
     """C5 in a sweep: each trusted pair also gets a hard negative, a skill its prompt's catalog
     showed and the judge did not use (docs/blend.md, "Hard negatives")."""

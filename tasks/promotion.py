@@ -11,7 +11,8 @@ from prefect.artifacts import create_markdown_artifact
 
 from mythloop.promotion import evaluate, load_eval_prompts, trap_wins
 from mythloop.router.models import ModelStore
-from mythloop.router.tuning import TuneSettings, fine_tune, trusted_pairs
+from mythloop.router.tuning import TuneSettings, drop_over_praised, fine_tune, trusted_pairs
+from mythloop.settings import get_settings
 from mythloop.skills import load_catalog
 from mythloop.sweep.injected import read_injected
 from mythloop.verdicts import VerdictStore
@@ -29,6 +30,7 @@ def train_candidate(store_path: str, pool: str, base: str, models_dir: str,
         pairs = trusted_pairs(store, load_catalog(Path(pool)))
     finally:
         store.close()
+    pairs, _ = drop_over_praised(pairs, get_settings().c5_over_praised)
     if not pairs:
         raise ValueError(f"the store {store_path} holds no trusted HELPFUL verdict with a "
                          "prompt for a skill of the pool: nothing to train on")

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import random
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -38,7 +39,8 @@ from mythloop.router.plausible import Plausibility
 from mythloop.router.ranker import AGREEMENT_CREDIBILITY, full_text, harm_credibility
 from mythloop.skills import Catalog, Skill
 
-__all__ = ["TrainingPair", "TuneSettings", "trusted_pairs", "pairs_fingerprint", "training_key",
+__all__ = ["TrainingPair", "TuneSettings", "trusted_pairs", "drop_over_praised", "OVER_PRAISED_FLOOR",
+           "pairs_fingerprint", "training_key",
            "bound_heap", "fine_tune"]
 
 
@@ -114,6 +116,42 @@ def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
         seen.add((query, name))
         pairs.append(TrainingPair(query=query, skill=name, text=full_text(skills[name])))
     return pairs
+
+
+OVER_PRAISED_FLOOR = 5
+"""drop_over_praised never drops a skill praised for this many prompts or fewer (in a small
+store most skills have one or two, and a fence over them says nothing)."""
+
+
+def drop_over_praised(pairs: Sequence[TrainingPair], fence: float,
+                      floor: int = OVER_PRAISED_FLOOR) -> tuple[list[TrainingPair], list[str]]:
+    """PAIRS without those of an over-praised skill: one whose pairs cover more prompts than
+    Tukey's upper fence over the skills with pairs, Q3 + FENCE * (Q3 - Q1) of their prompt
+    counts (1.5: Tukey's "outside" values), and more than FLOOR. Returns the kept pairs, in
+    their order, and the names dropped (sorted); FENCE 0 keeps every pair.
+
+    Why (docs/blend.md, "Defences", C5): a judge that a description persuades praises that
+    skill wherever it is shown, so its praise spreads over every prompt it is plausible for
+    (on MetaTool an injected copy of a tool collected 14-31 prompts in one round and 56-141
+    in three, where no honest tool had more than 10). Such praise says the least about any
+    one prompt, and as training pairs it teaches the model whatever the skill's text adds.
+    The skill keeps its ranking evidence (C4's terms still count it, under their own caps);
+    it only teaches the tuned model nothing."""
+    if fence <= 0 or not pairs:
+        return list(pairs), []
+    prompts: dict[str, set[str]] = {}
+    for pair in pairs:
+        prompts.setdefault(pair.skill, set()).add(pair.query)
+    counts = sorted(len(v) for v in prompts.values())
+    if len(counts) < 2:
+        return list(pairs), []
+    q1, _, q3 = statistics.quantiles(counts, n=4, method="inclusive")
+    bound = max(q3 + fence * (q3 - q1), floor)
+    dropped = sorted(n for n, qs in prompts.items() if len(qs) > bound)
+    if not dropped:
+        return list(pairs), []
+    gone = set(dropped)
+    return [p for p in pairs if p.skill not in gone], dropped
 
 
 def pairs_fingerprint(pairs: Sequence[TrainingPair]) -> str:

@@ -19,7 +19,13 @@ from mythloop.fileio import read_records, write_json_atomic
 from mythloop.router.embedder import default_model, get_embedder, model_id_for, release_model
 from mythloop.router.models import ModelStore
 from mythloop.router.ranker import full_text
-from mythloop.router.tuning import TrainingPair, TuneSettings, fine_tune, trusted_pairs
+from mythloop.router.tuning import (
+    TrainingPair,
+    TuneSettings,
+    drop_over_praised,
+    fine_tune,
+    trusted_pairs,
+)
 from mythloop.settings import get_settings
 from mythloop.sweep.records import TurnRow
 
@@ -87,11 +93,14 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
     base = base_model(run)
     gate = run.router.plausibility if run.router is not None else None
     pairs = trusted_pairs(run.store, run.catalog, plausible=gate)
+    pairs, over_praised = drop_over_praised(pairs, get_settings().c5_over_praised)
     if get_settings().c5_hard_negatives:
         pairs = with_hard_negatives(run, pairs, round_idx)
     previous = run.embedder.model_id if run.embedder is not None else None
     record: dict[str, Any] = {"round": round_idx, "pairs": len(pairs),
                               "base_model": model_id_for(base)}
+    if over_praised:
+        record["over_praised"] = over_praised
     if len(pairs) < get_settings().c5_min_pairs:
         record.update(model_id=previous or record["base_model"], trained=False,
                       why=f"{len(pairs)} trusted pairs, under c5_min_pairs")
