@@ -23,12 +23,20 @@ turns that record into findings a person would notice on screen:
   burnt subtitles take (`--burn-subtitles`): the band counts as occupied in every film;
 - caption_left: a caption of `mythloop.scenekit`'s caption lane is still on screen at the
   scene's end (the next scene would start under it, or the held last frame keeps it while
-  the next sentence is spoken); `end_scene` clears it.
+  the next sentence is spoken); `end_scene` clears it;
+- crossed: a drawing's ink runs through a text or a formula part for two samples in a row
+  (a quarter second or more): a stroke reaching into its box (the stroke's width counted),
+  or a filled part covering part of it; a text wholly inside a drawing's box and clear of
+  its strokes (a term in its box, a label in a plot) or wholly on one filled part (a label
+  on its panel) is meant (docs/sandbox.md, "Drawings over text and cuts between scenes");
+- hard_cut (`scene_cuts`, two consecutive scenes' records): what a scene ends on is not
+  what the next one starts from, so it vanishes (or appears) in one frame; `end_scene`
+  fades out all but what the next scene re-creates.
 
 The record is the scene's own word: `layout_record.read_record` reads it as hostile data
 and `layout_frames.judge` holds it against the rendered frames (`edge`, `unexplained`,
-`unchecked`). Items of kind `shape` (drawings: axes, arrows, surfaces) only explain ink;
-the rules above judge texts and formulas. Overlaps are found with a grid of buckets, not
+`unchecked`). Items of kind `shape` (drawings: axes, arrows, surfaces) explain ink and,
+with their `ink` near texts (probe version 6), are judged against the texts (`crossed`). Overlaps are found with a grid of buckets, not
 all pairs, and at most MAX_FINDINGS findings are kept.
 
 `mythloop.scenekit` is the layout-safe way to write a scene (a caption lane above the
