@@ -599,8 +599,9 @@ def format_findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return ""
     return ("Layout check of the rendered scene (keep every text and formula inside the frame, "
-            "apart from each other, above the subtitle band, and at least font_size 24 at "
-            "480p; mythloop.scenekit's CaptionLane, fit, zoom_to_fit and end_scene do this):\n"
+            "apart from each other and from boxes and drawings that are not theirs, above the "
+            "subtitle band, and at least font_size 24 at 480p; mythloop.scenekit's "
+            "CaptionLane, fit, zoom_to_fit and end_scene do this):\n"
             + "\n".join(f"- {f.line()}" for f in findings))
 
 
