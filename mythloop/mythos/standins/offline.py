@@ -281,7 +281,7 @@ class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
         zoom_to_fit(self, formula, focus=formula[0], max_zoom=2.2, run_time=1.0)
         self.wait(0.6)
         zoom_to_fit(self, formula, zoom=1, run_time=0.8)
-        end_scene(self, self.lane)
+        end_scene(self, self.lane, keep=[title, formula])  # the film ends on its formula
 '''
 
 
