@@ -130,18 +130,19 @@ def test_cuts_need_both_records_and_forged_ink_is_checked():
 def test_render_layout_reports_the_box_through_alpha_and_the_cuts_of_a_file(tmp_path,
                                                                             state_dir):
     """`mythloop render FILE --layout` (the sandboxed render, the verdict with its frames):
-    the box through the alpha, and a cut after each scene that leaves its picture."""
+    the box through the alpha, and the cut after the scene that leaves it on screen."""
     film = tmp_path / "film.py"
     source = SCENES.read_text()
     film.write_text(source.split("class AllowedDrawings")[0]
                     + "class EndsWithGraph" + source.split("class EndsWithGraph")[1]
-                    .split("class EndsFaded")[0])
+                    .split("class StartsFromTitle")[0])
     proc = subprocess.run([sys.executable, "-m", "mythloop_app.cli", "render", str(film), "-q",
                            "l", "--layout", "--strict", "--quiet", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("layout:")]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert [" ".join(line.split()[1:3]) for line in lines[:-1]] == [
-        "BoxCutsAlpha crossed", "BoxCutsAlpha hard_cut", "EndsWithGraph hard_cut"]
+        "BoxCutsAlpha crossed", "BoxCutsAlpha hard_cut"]  # the last scene ends the film
     assert "SurroundingRectangle over part '\\alpha'" in lines[0]
-    assert lines[-1].startswith("layout: 3 finding(s)")
+    assert "'SurroundingRectangle' vanish(es) in one frame" in lines[1]
+    assert lines[-1].startswith("layout: 2 finding(s)")
