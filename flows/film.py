@@ -256,6 +256,9 @@ class _FilmScenes:
         book, manifest = self.book, self.session.manifest
         target = self.session.run_dir / "film.mp4"
         videos = book.videos()
+        for unit, cut in book.cuts():  # what a scene leaves that the next does not start from
+            say(f"[film] warning: layout {unit.label} t={cut.t:.1f}s {cut.kind}: "
+                f"{cut.detail[:300]}")
         stitched = steps.stitch.with_options(task_run_name="stitch")(videos, str(target))
         manifest.update(film={"file": str(target), "duration": stitched.duration,
                               "scene_durations_sum": book.duration_sum(),

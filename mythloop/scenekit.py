@@ -20,12 +20,14 @@ The frame is cut into lanes, in frame units (the default frame is 14.2 x 8):
   MovingCameraScene's frame) to zoom in on `focus` (a part of `mob`) as far as `max_zoom`
   allows while the whole of `mob` stays inside the safe area of the zoomed view: no symbol is
   ever cut by the frame edge, and nothing enters the caption lane or the subtitle band.
-- `end_scene(scene, lane)`: clear the captions (a scene's captions leave with it) and hold a
-  beat, so the next scene starts from a frame without them.
+- `end_scene(scene, lane, keep=[title])`: clear the captions (a scene's captions leave with
+  it), fade out everything else but `keep` (what the next scene re-creates as its declared
+  state) and hold a beat, so the next scene starts from exactly the frame this one ends on.
 
 The layout check (mythloop.mythos.sandbox.layout) knows these lanes: text entering the
-subtitle band is a `subtitle_band` finding, and a lane caption still on screen at the scene's
-end a `caption_left` one.
+subtitle band is a `subtitle_band` finding, a lane caption still on screen at the scene's
+end a `caption_left` one, and what a scene ends on that the next scene does not start from a
+`hard_cut` one.
 """
 
 from __future__ import annotations
@@ -224,10 +226,24 @@ class CaptionLane:
             self.current = None
 
 
-def end_scene(scene, *lanes: CaptionLane, hold: float = 0.4) -> None:
-    """A scene's end: its captions fade out and the picture holds `hold` seconds, so the
-    scene's last frame (held while its narration finishes) carries no stale caption."""
+def _shows_something(mob) -> bool:
+    return any(len(m.points) for m in mob.get_family())
+
+
+def end_scene(scene, *lanes: CaptionLane, keep=(), hold: float = 0.4,
+              run_time: float = 0.6) -> None:
+    """A scene's end: its captions fade out, then everything else on screen but `keep` (what
+    the next scene re-creates as its declared state, e.g. a parked title) fades out, and the
+    frame holds `hold` seconds. The next scene then starts from exactly what this one ends
+    on: nothing vanishes in one frame at the cut, and the last frame (held while the
+    narration finishes) carries no stale caption."""
     for lane in lanes:
         lane.clear()
+    kept = {id(m) for mob in keep for m in mob.get_family()}
+    left = [mob for mob in scene.mobjects
+            if id(mob) not in kept and _shows_something(mob)
+            and not any(id(m) in kept for m in mob.get_family())]
+    if left:
+        scene.play(*(FadeOut(mob) for mob in left), run_time=run_time)
     if hold > 0:
         scene.wait(hold)

@@ -80,7 +80,10 @@ def test_voiced_film_has_one_audio_track_in_step_and_subtitles_per_scene(tmp_pat
     for start, end in zip(edges, edges[1:], strict=False):  # at least one cue per scene
         assert any(start - 0.01 <= a and b <= end + 0.01 for a, b in cues)
     assert Path(manifest["poster"]).read_bytes()[:4] == b"\x89PNG"
-    assert all(scene["layout"] == [] for scene in manifest["scenes"])  # no text: clean
+    # no text: nothing for the text rules; the tiny scenes leave their shapes, so each cut to
+    # the next scene is hard (the last scene's end is the film's)
+    assert [[f["kind"] for f in scene["layout"]] for scene in manifest["scenes"]] == \
+        [["hard_cut"]] * (len(manifest["scenes"]) - 1) + [[]]
 
 
 @pytest.mark.slow
@@ -120,7 +123,14 @@ def test_layout_findings_without_a_model_are_warnings_and_say_so(tmp_path, monke
     third = manifest["scenes"][2]
     assert third["ok"] is True and [f["kind"] for f in third["layout"]] == ["off_frame"]
     out = capsys.readouterr().out
-    warnings = [ln for ln in out.splitlines() if ln.startswith("[film] warning: layout")]
+    every = [ln for ln in out.splitlines() if ln.startswith("[film] warning: layout")]
+    # the tiny scenes add their shapes and leave them: each cut to the next scene is hard,
+    # said once, under the scene that ends, and kept in its layout findings
+    cuts = [ln for ln in every if " hard_cut: " in ln]
+    assert [ln.split()[3] for ln in cuts] == ["scene-01", "scene-02"]
+    assert "'Square' vanish(es) in one frame" in cuts[0]
+    assert [f["kind"] for f in manifest["scenes"][0]["layout"]] == ["hard_cut"]
+    warnings = [ln for ln in every if ln not in cuts]
     assert warnings == [ln for ln in warnings if "scene-03 t=" in ln and "off_frame" in ln]
     assert len(warnings) == 1 and "far too far right" in warnings[0]
     said = [ln for ln in out.splitlines() if "not repaired" in ln]

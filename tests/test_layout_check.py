@@ -36,7 +36,7 @@ def records(tmp_path_factory):
 def test_clean_scene_has_no_findings(records):
     record = records["Clean"]
     beats = [s["at"] for s in record["snapshots"] if not s["at"].startswith("play")]
-    assert beats == ["wait 1", "wait 2", "end"]
+    assert beats == ["start", "wait 1", "wait 2", "end"]  # start: before anything plays
     # and samples during each of its three animations (a second each: four samples apiece)
     during = [s["at"] for s in record["snapshots"] if s["at"].startswith("play")]
     assert {a.split(" at ")[0] for a in during} == {"play 1", "play 2", "play 3"}
@@ -62,7 +62,7 @@ def test_camera_zoom_counts_and_fixed_captions_do_not_move(records):
     """At zoom 3 a wide formula leaving the frame around the zoomed term is intended; E = mc^2,
     which fits the unzoomed frame, is wholly off-screen at zoom 3 and flagged; the fixed
     caption stays put."""
-    first = records["Zoomed"]["snapshots"][0]
+    first = records["Zoomed"]["snapshots"][1]  # the first sample of the first animation
     wide = next(i for i in first["items"] if "rod" in i["label"])
     assert wide["zoom"] == 3 and wide["box"][2] > first["frame"][0] / 2  # past the edge
     findings = check_layout(records["Zoomed"])

@@ -27,6 +27,7 @@ from mythloop.mythos.records import (
     StaticCheck,
     VerifyResult,
 )
+from mythloop.mythos.sandbox.layout import Finding, scene_cuts
 from mythloop.mythos.sandbox.scene_cache import SceneCache
 from mythloop.mythos.scene_policy import (
     NO_REPAIR_KINDS,
@@ -64,6 +65,7 @@ class SceneBook:
         self.code: dict[int, str] = {u.index: u.code for u in units}
         self.interrupted_scenes: set[int] = set()  # the scenes a stop cut short
         self.shots: dict[int, list[Shot]] = {}  # per scene, its accepted video's shots
+        self.layouts: dict[int, dict | None] = {}  # per scene, its accepted render's record
 
     # -- records -----------------------------------------------------------------------
     def open(self, narration: list[list[str]], sources: list[str | None]) -> None:
@@ -131,6 +133,7 @@ class SceneBook:
         record = SceneCache().layout_record(cache_key) if cache_key else None
         with self.lock:
             self.shots[unit.index] = caption_shots(record) if record else []
+            self.layouts[unit.index] = record
         self.record(unit, ok=True, video=str(video), duration=duration)
         return good_from(code, version, str(video), duration, rendered.layout_findings)
 
@@ -232,6 +235,19 @@ class SceneBook:
                  "duration": self.records[u.index].duration,
                  "shots": [[s.start, s.end, s.text] for s in self.shots.get(u.index, [])]}
                 for u in self.units]
+
+    def cuts(self) -> list[tuple[SceneUnit, Finding]]:
+        """Hard cuts between consecutive scenes (`layout.scene_cuts` of their accepted
+        renders' records), each added to the layout findings of the scene that ends."""
+        units = {u.label: u for u in self.units}
+        with self.lock:
+            records = [(u.label, self.layouts.get(u.index)) for u in self.units]
+        found = [(units[label], finding) for label, finding in scene_cuts(records)]
+        for unit, finding in found:
+            with self.lock:
+                before = list(self.records[unit.index].layout or [])
+            self.record(unit, layout=[*before, finding])
+        return found
 
     def videos(self) -> list[str]:
         return [str(self.records[u.index].video) for u in self.units]

@@ -65,8 +65,9 @@ def render(
                                     "(default: a fresh folder under the state dir)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
     layout: bool = typer.Option(False, "--layout", help="Also run the film's layout check "
-                                "(text off-frame, cut by a zoom, overlapping, too small, in the "
-                                "subtitle band, a caption left at the end) and list its "
+                                "(text off-frame, cut by a zoom, overlapping, crossed by a "
+                                "drawing, too small, in the subtitle band, a caption left at the "
+                                "end, a hard cut between two scenes of the file) and list its "
                                 "findings."),
     strict: bool = typer.Option(False, "--strict", help="With --layout: exit 1 when there is "
                                 "a finding."),
@@ -149,13 +150,24 @@ def _render(file: Path, scene: str | None, quality: str, timeout: float | None,
 
 
 def _print_findings(results, strict: bool) -> None:
-    """One line per layout finding, then the count; exit 1 with --strict when any."""
+    """One line per layout finding (a hard cut between two scenes of the file, in file
+    order, under the scene that ends), then the count; exit 1 with --strict when any."""
+    from mythloop.mythos.sandbox.layout import scene_cuts
+    from mythloop.mythos.sandbox.layout_record import read_record
+
+    cuts: dict[str, list] = {}
+    if len(results) > 1:
+        records = [(name, read_record(Path(result.out_dir) / "media" / "layout.json")[0]
+                    if result.out_dir else None) for name, result in results]
+        for name, finding in scene_cuts(records):
+            cuts.setdefault(name, []).append(finding)
     total = 0
     for name, result in results:
         findings = result.layout_findings
         if findings is None:
             typer.echo(f"layout: {name or 'scene'}: no layout record (the probe did not run)")
             continue
+        findings = [*findings, *cuts.get(name, [])]
         for finding in findings:
             typer.echo(clean_line(f"layout: {name or 'scene'} {finding.line()}"))
         total += len(findings)

@@ -23,12 +23,20 @@ turns that record into findings a person would notice on screen:
   burnt subtitles take (`--burn-subtitles`): the band counts as occupied in every film;
 - caption_left: a caption of `mythloop.scenekit`'s caption lane is still on screen at the
   scene's end (the next scene would start under it, or the held last frame keeps it while
-  the next sentence is spoken); `end_scene` clears it.
+  the next sentence is spoken); `end_scene` clears it;
+- crossed: a drawing's ink runs through a text or a formula part for two samples in a row
+  (a quarter second or more): a stroke reaching into its box (the stroke's width counted),
+  or a filled part covering part of it; a text wholly inside a drawing's box and clear of
+  its strokes (a term in its box, a label in a plot) or wholly on one filled part (a label
+  on its panel) is meant (docs/sandbox.md, "Drawings over text and cuts between scenes");
+- hard_cut (`scene_cuts`, two consecutive scenes' records): what a scene ends on is not
+  what the next one starts from, so it vanishes (or appears) in one frame; `end_scene`
+  fades out all but what the next scene re-creates.
 
 The record is the scene's own word: `layout_record.read_record` reads it as hostile data
 and `layout_frames.judge` holds it against the rendered frames (`edge`, `unexplained`,
-`unchecked`). Items of kind `shape` (drawings: axes, arrows, surfaces) only explain ink;
-the rules above judge texts and formulas. Overlaps are found with a grid of buckets, not
+`unchecked`). Items of kind `shape` (drawings: axes, arrows, surfaces) explain ink and,
+with their `ink` near texts (probe version 6), are judged against the texts (`crossed`). Overlaps are found with a grid of buckets, not
 all pairs, and at most MAX_FINDINGS findings are kept.
 
 `mythloop.scenekit` is the layout-safe way to write a scene (a caption lane above the
@@ -54,21 +62,25 @@ from pydantic import BaseModel, ConfigDict
 from mythloop import procs
 
 __all__ = ["Finding", "FindingKind", "MAX_FINDINGS", "overlapping_pairs", "PlannedZoom", "ZoomWindow", "check_layout",
-           "findings_table", "format_findings", "planned_zooms", "scene_zooms", "zoom_windows",
+           "findings_table", "format_findings", "scene_cuts", "planned_zooms", "scene_zooms", "zoom_windows",
            "probe_source", "probe_scene", "MIN_EM_PX", "MAX_OVERLAP", "EDGE_TOLERANCE",
            "SUBTITLE_SHARE"]
 
 MIN_EM_PX = 14.0
 MAX_OVERLAP = 0.15
 EDGE_TOLERANCE = 0.01
+CROSS_EPS = 0.01  # frame units of a stroke's ink inside a text's box that touch it (0.6 px at 480p)
+CROSS_MARGIN = 0.15  # share of a text box's smaller side a filled area's box may overlap
+CUT_MATCH = 0.15  # frame units: an item re-created by the next scene lies within this
 CENTRED = 0.25  # a zoom frames a target whose centre lies within this share of the frame size
 
 SUBTITLE_SHARE = 0.16  # bottom share of the frame height burnt subtitles take (scenekit's)
 
 FindingKind = Literal["off_frame", "clipped", "overlap", "too_small", "subtitle_band",
-                      "caption_left", "edge", "unexplained", "unchecked"]
-"""The first six come from the probe's record (a hint the scene could forge); `edge` and
-`unexplained` from the rendered frames (layout_frames: content resting at the frame's edge,
+                      "caption_left", "crossed", "hard_cut", "edge", "unexplained",
+                      "unchecked"]
+"""The first eight come from the probe's record, a hint the scene could forge (`hard_cut`
+from two scenes' records, by `scene_cuts`); `edge` and `unexplained` from the rendered frames (layout_frames: content resting at the frame's edge,
 ink the record does not account for); `unchecked`: the record or the frames could not be
 used (missing, too large, malformed, too crowded to judge)."""
 
@@ -336,6 +348,77 @@ def _at_rest(snap: dict, previous: dict | None) -> bool:
     return previous is not None and previous.get("camera") == snap.get("camera") is not None
 
 
+def _grown(box, by: float) -> tuple[float, float, float, float]:
+    return box[0] - by, box[1] - by, box[2] + by, box[3] + by
+
+
+def _inner(box) -> tuple[float, float, float, float]:
+    """BOX shrunk by CROSS_MARGIN of its smaller side (a filled area's box is an outer bound
+    of its ink: a tilted patch of a surface fills less than its box)."""
+    return _grown(box, -CROSS_MARGIN * min(box[2] - box[0], box[3] - box[1]))
+
+
+def _segment_meets(seg, box) -> bool:
+    """Whether the segment (x0, y0, x1, y1) passes through BOX (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = seg
+    dx, dy = x1 - x0, y1 - y0
+    low, high = 0.0, 1.0
+    for p, q in ((-dx, x0 - box[0]), (dx, box[2] - x0), (-dy, y0 - box[1]), (dy, box[3] - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        r = q / p
+        if p < 0:
+            low = max(low, r)
+        else:
+            high = min(high, r)
+        if low > high:
+            return False
+    return True
+
+
+def _inside(box, outer) -> bool:
+    return outer[0] <= box[0] and outer[1] <= box[1] and box[2] <= outer[2] \
+        and box[3] <= outer[3]
+
+
+def _crossings(items: Sequence[dict]) -> list[tuple[dict, str, str]]:
+    """(drawing, text's name, how) for each text (or formula part) a drawing's ink runs
+    through: a stroke whose ink (its width counted) reaches into the text's box, or a
+    filled area covering part of the text's inner box (a text wholly on one filled area, a
+    label on its panel, is meant). A text wholly inside a drawing's box and clear of its
+    strokes (a term in its box, a label in a plot) is not crossed."""
+    texts = []
+    for item in items:
+        if item.get("kind") == "shape":
+            continue
+        parts = item.get("parts") or []
+        if parts:
+            texts += [(p["box"], f"part '{p['label']}' of {item['kind']} '{item['label']}'")
+                      for p in parts]
+        else:
+            texts.append((item["box"], f"{item['kind']} '{item['label']}'"))
+    found = []
+    for shape in items:
+        ink = shape.get("ink") if shape.get("kind") == "shape" else None
+        if not ink:
+            continue
+        for box, name in texts:
+            if _area(box) <= 0:
+                continue
+            # a stroke's ink is its line and half its width either side: it touches the text
+            # when it reaches more than CROSS_EPS into the text's (tight) box
+            reach = _grown(box, float(ink.get("width", 0.0)) / 2 - CROSS_EPS)
+            inner = _inner(box)
+            if any(_segment_meets(seg, reach) for seg in ink.get("lines", ())):
+                found.append((shape, name, "a line of it runs through"))
+            elif any(_shared(area, inner) > 0 and not _inside(box, area)
+                     for area in ink.get("areas", ())):
+                found.append((shape, name, "a filled part of it covers part of"))
+    return found
+
+
 def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> list[Finding]:
     """Findings from a probe record, once per (kind, text) at its first occurrence.
 
@@ -366,6 +449,7 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
                 shown.add(item["label"])
     previous = None
     budget, crowded = _Budget(MAX_PAIR_CHECKS), False
+    crossed_before: dict[tuple[str, str], dict] = {}  # crossing -> its first snapshot
     for snap in snapshots:
         if len(findings) >= MAX_FINDINGS:
             break
@@ -419,6 +503,17 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
                 add("too_small", snap, f"{item['kind']} '{item['label']}'",
                     f"{item['em_px']:.0f} px tall at {record.get('pixel_height', '?')}p "
                     f"(readable from {MIN_EM_PX:.0f} px)")
+        # a drawing through a text that lasts (two samples in a row, a quarter second or
+        # more): a text gliding past a drawing on its way is the move, not the layout
+        crossing = {}
+        for shape, name, how in _crossings(snap.get("items", [])):
+            crossing[(shape["label"], name)] = how
+            if (shape["label"], name) in crossed_before:
+                first = crossed_before[(shape["label"], name)]
+                add("crossed", first, f"{shape['label']} over {name}",
+                    f"{how} the text (a box or drawing must enclose its own term or stay "
+                    "clear of a text; move one of them)")
+        crossed_before = {key: crossed_before.get(key, snap) for key in crossing}
         if crowded:
             continue
         pairs, complete = overlapping_pairs([item["box"] for item in items], budget)
@@ -433,6 +528,55 @@ def check_layout(record: dict, zooms: Sequence[PlannedZoom] | None = None) -> li
                 f"{len(items)} texts lie so close together that not every pair could be "
                 f"compared (at most {MAX_PAIR_CHECKS}); use fewer texts")
     return findings
+
+
+def _scene_edge(record: dict, at: str) -> dict | None:
+    snaps = [s for s in record.get("snapshots", []) if s.get("at") == at]
+    return (snaps[-1] if at == "end" else snaps[0]) if snaps else None
+
+
+def _on_screen(snap: dict) -> list[dict]:
+    width, height = snap["frame"]
+    return [i for i in snap.get("items", []) if not _gone(i["box"], width / 2, height / 2)]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.get("kind") == b.get("kind") and a.get("label") == b.get("label") and all(
+        abs(x - y) <= CUT_MATCH for x, y in zip(a["box"], b["box"], strict=True))
+
+
+def _names(items: Sequence[dict]) -> str:
+    names = [f"{i['kind']} '{i['label']}'" for i in items[:3]]
+    return ", ".join(names) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def scene_cuts(records: Sequence[tuple[str, dict | None]]) -> list[tuple[str, Finding]]:
+    """Hard cuts between consecutive scenes of a film: (the ending scene's label, finding)
+    when what it shows at its end is not what the next scene shows before its first
+    animation (its `start` snapshot, probe version 6), so the picture changes in one frame.
+    A scene that fades what it leaves (mythloop.scenekit.end_scene), or whose next scene
+    re-creates it in place (the film's declared state), cuts nothing. Records without a
+    `start` or `end` snapshot (an older probe, a failed scene) are not judged."""
+    found = []
+    for (label, record), (_, following) in zip(records, records[1:], strict=False):
+        end = _scene_edge(record or {}, "end")
+        start = _scene_edge(following or {}, "start")
+        if end is None or start is None:
+            continue
+        left, right = _on_screen(end), _on_screen(start)
+        gone = [a for a in left if not any(_same(a, b) for b in right)]
+        new = [b for b in right if not any(_same(a, b) for a in left)]
+        if not gone and not new:
+            continue
+        what = "; ".join(part for part in (
+            f"{_names(gone)} vanish(es) in one frame" if gone else "",
+            f"{_names(new)} appear(s) in one frame" if new else "") if part)
+        found.append((label, Finding(
+            kind="hard_cut", at="end", t=float(end.get("t", 0.0)),
+            what="the cut to the next scene",
+            detail=f"{what}; fade out what the scene leaves (mythloop.scenekit.end_scene) "
+                   "or start the next scene from exactly what this one ends on")))
+    return found
 
 
 def findings_table(rows: Sequence[tuple[str, Finding]], limit: int = 40) -> list[str]:
@@ -455,8 +599,9 @@ def format_findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return ""
     return ("Layout check of the rendered scene (keep every text and formula inside the frame, "
-            "apart from each other, above the subtitle band, and at least font_size 24 at "
-            "480p; mythloop.scenekit's CaptionLane, fit, zoom_to_fit and end_scene do this):\n"
+            "apart from each other and from boxes and drawings that are not theirs, above the "
+            "subtitle band, and at least font_size 24 at 480p; mythloop.scenekit's "
+            "CaptionLane, fit, zoom_to_fit and end_scene do this):\n"
             + "\n".join(f"- {f.line()}" for f in findings))
 
 

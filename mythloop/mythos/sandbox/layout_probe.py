@@ -9,8 +9,10 @@ sees mid-fade or mid-zoom) and once at the end it notes each visible text-like m
 MathTex, Tex, ...) with its box in frame coordinates (the camera's projection applied, so
 zoom, moving frames and 3D orientation count; fixed-in-frame mobjects as they are), its
 em height in pixels at the render's quality, and every other visible top-level mobject as a
-`shape` box (so the parent can hold the record against the rendered frames), and writes
-everything as JSON to `path`.
+`shape` box (so the parent can hold the record against the rendered frames) with the ink it
+puts near a text (`ink`: its strokes as line segments, its filled areas as boxes, only those
+whose box meets some text's box), and writes everything as JSON to `path`. A `start`
+snapshot holds what the scene shows before its first animation (its declared state).
 `mythloop.mythos.sandbox.layout.check_layout` judges the record.
 """
 
@@ -21,8 +23,10 @@ import os
 
 _EM_PER_FONT_UNIT = 0.0132  # height of "Hg" in frame units per font-size unit (manim CE)
 SAMPLE_S = 0.25  # seconds of animation between two samples taken during a play
-PROBE_VERSION = 5  # 2: samples during animations; 3: their scene time counted once;
-#                   4: lane captions (mythloop.scenekit) tagged; 5: drawings ("shape")
+PROBE_VERSION = 6  # 2: samples during animations; 3: their scene time counted once;
+#                   4: lane captions (mythloop.scenekit) tagged; 5: drawings ("shape");
+#                   6: a "start" snapshot, and each drawing's ink near a text ("ink")
+MAX_PIECES = 120  # ink pieces of one kind kept per drawing (more are merged pairwise)
 
 
 def install(out_path: str) -> None:
@@ -108,6 +112,74 @@ def install(out_path: str) -> None:
                           "box": box_of(project(mob, pts))})
         return parts
 
+    def leaves(mob):
+        """The drawn pieces of MOB's family, texts (and what they hold) left out."""
+        if isinstance(mob, text_types):
+            return
+        if isinstance(mob, ImageMobject) or (isinstance(mob, VMobject) and len(mob.points)):
+            yield mob
+        for sub in mob.submobjects:
+            yield from leaves(sub)
+
+    def near(boxes, text_boxes):
+        """Rows of BOXES (n x 4) that meet some text box."""
+        if not len(boxes) or not len(text_boxes):
+            return boxes[:0]
+        meets = ((boxes[:, None, 0] <= text_boxes[None, :, 2])
+                 & (boxes[:, None, 2] >= text_boxes[None, :, 0])
+                 & (boxes[:, None, 1] <= text_boxes[None, :, 3])
+                 & (boxes[:, None, 3] >= text_boxes[None, :, 1]))
+        return boxes[meets.any(axis=1)]
+
+    def capped(rows, merge):
+        while len(rows) > MAX_PIECES:  # merged pairwise: an outer bound, never less ink
+            if len(rows) % 2:
+                rows = np.vstack([rows, rows[-1:]])
+            rows = merge(rows[0::2], rows[1::2])
+        return [[round(float(v), 3) for v in row] for row in rows]
+
+    def ink_of(mob, project, text_boxes) -> dict:
+        """Where MOB's ink lies near the texts: strokes as segments (each cubic curve as two,
+        through its middle), filled parts as boxes."""
+        lines, areas, width = [], [], 0.0
+        for leaf in leaves(mob):
+            pts = leaf.get_all_points() if isinstance(leaf, ImageMobject) else leaf.points
+            flat = np.asarray(project(mob, pts), dtype=float)[:, :2]
+            if isinstance(leaf, ImageMobject) or leaf.get_fill_opacity() > 0.05:
+                areas.append([flat[:, 0].min(), flat[:, 1].min(), flat[:, 0].max(),
+                              flat[:, 1].max()])
+            if isinstance(leaf, VMobject) and leaf.get_stroke_opacity() > 0.05 \
+                    and leaf.get_stroke_width() > 0 and len(flat) >= 4:
+                curves = flat[: len(flat) // 4 * 4].reshape(-1, 4, 2)
+                mid = (curves[:, 0] + 3 * curves[:, 1] + 3 * curves[:, 2] + curves[:, 3]) / 8
+                width = max(width, float(leaf.get_stroke_width()) * 0.01)  # cairo's frame units
+                lines.append(np.hstack([curves[:, 0], mid]))
+                lines.append(np.hstack([mid, curves[:, 3]]))
+        segs = np.vstack(lines) if lines else np.zeros((0, 4))
+        seg_boxes = np.column_stack([np.minimum(segs[:, 0], segs[:, 2]),
+                                     np.minimum(segs[:, 1], segs[:, 3]),
+                                     np.maximum(segs[:, 0], segs[:, 2]),
+                                     np.maximum(segs[:, 1], segs[:, 3])])
+        if len(segs) and len(text_boxes):
+            meets = ((seg_boxes[:, None, 0] <= text_boxes[None, :, 2])
+                     & (seg_boxes[:, None, 2] >= text_boxes[None, :, 0])
+                     & (seg_boxes[:, None, 1] <= text_boxes[None, :, 3])
+                     & (seg_boxes[:, None, 3] >= text_boxes[None, :, 1]))
+            segs = segs[meets.any(axis=1)]
+        else:
+            segs = segs[:0]
+        area_rows = near(np.array(areas, dtype=float).reshape(-1, 4), text_boxes)
+
+        def join_boxes(a, b):
+            return np.column_stack([np.minimum(a[:, 0], b[:, 0]), np.minimum(a[:, 1], b[:, 1]),
+                                    np.maximum(a[:, 2], b[:, 2]), np.maximum(a[:, 3], b[:, 3])])
+
+        def join_lines(a, b):  # two segments in a row of a path become one chord
+            return np.column_stack([a[:, :2], b[:, 2:]])
+
+        return {"lines": capped(segs, join_lines), "areas": capped(area_rows, join_boxes),
+                "width": round(width, 4)}
+
     def camera_state(scene) -> list[float]:
         """Zoom, frame centre and orientation: equal in two samples = the camera held still."""
         camera = scene.camera
@@ -158,6 +230,7 @@ def install(out_path: str) -> None:
             items.append(item)
         # every other drawing (axes, arrows, surfaces, images, groups) as a box: the parent
         # holds the record against the rendered frames, and ink must be accounted for
+        text_boxes = np.array([i["box"] for i in items], dtype=float).reshape(-1, 4)
         for mob in scene.mobjects:
             try:  # a mobject of any kind (trackers, points) must never stop the render
                 if isinstance(mob, text_types) or not drawn(mob):
@@ -165,7 +238,8 @@ def install(out_path: str) -> None:
                 pts = mob.get_all_points()
                 if len(pts):
                     items.append({"kind": "shape", "label": type(mob).__name__[:40],
-                                  "box": box_of(project(mob, pts))})
+                                  "box": box_of(project(mob, pts)),
+                                  "ink": ink_of(mob, project, text_boxes)})
             except Exception:  # noqa: BLE001, S112 - the probe only observes
                 continue
         if when is None:
@@ -207,6 +281,13 @@ def install(out_path: str) -> None:
             progression = _Steps(times)
         return progression
 
+    original_play = Scene.play
+
+    def play(self, *args, **kwargs):
+        if not any(s["at"] == "start" for s in snapshots[:1]):
+            snapshot(self, "start", when=0.0)  # the declared state, before anything plays
+        return original_play(self, *args, **kwargs)
+
     def wait(self, *args, **kwargs):
         result = original_wait(self, *args, **kwargs)
         count = sum(1 for s in snapshots if s["at"].startswith("wait")) + 1
@@ -214,6 +295,8 @@ def install(out_path: str) -> None:
         return result
 
     def tear_down(self):
+        if not any(s["at"] == "start" for s in snapshots[:1]):
+            snapshot(self, "start", when=0.0)  # a still scene: what it shows from the start
         snapshot(self, "end")
         record = {"scene": type(self).__name__, "pixel_height": config.pixel_height,
                   "probe_version": PROBE_VERSION, "sample_s": SAMPLE_S,
@@ -225,6 +308,7 @@ def install(out_path: str) -> None:
         os.replace(tmp, out_path)
         return original_tear_down(self)
 
+    Scene.play = play  # type: ignore[method-assign]
     Scene.wait = wait  # type: ignore[method-assign]
     Scene.tear_down = tear_down  # type: ignore[method-assign]
     Scene.update_to_time = update_to_time  # type: ignore[method-assign]

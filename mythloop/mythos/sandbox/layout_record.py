@@ -51,6 +51,16 @@ class Part(_Strict):
     box: Box
 
 
+MAX_INK = 400  # ink pieces of one kind in one drawing (the probe keeps at most 120)
+Segment = tuple[Coord, Coord, Coord, Coord]
+
+
+class Ink(_Strict):
+    lines: Annotated[list[Segment], Field(max_length=MAX_INK)] = []
+    areas: Annotated[list[Box], Field(max_length=MAX_INK)] = []
+    width: Annotated[float, Field(ge=0, le=10)] = 0.0  # the strokes' width, frame units
+
+
 class Item(_Strict):
     kind: Literal["text", "math", "shape"]
     label: Label
@@ -59,11 +69,12 @@ class Item(_Strict):
     zoom: Annotated[float, Field(gt=0, le=_LIMIT)] | None = None
     lane: Annotated[str, Field(max_length=20)] | None = None
     parts: Annotated[list[Part], Field(max_length=MAX_PARTS)] | None = None
+    ink: Ink | None = None
 
 
 class Snapshot(_Strict):
     at: Annotated[str, Field(max_length=40,
-                             pattern=r"^(end|wait \d{1,6}|play \d{1,6} at \d{1,6}\.\d{2}s)$")]
+                             pattern=r"^(start|end|wait \d{1,6}|play \d{1,6} at \d{1,6}\.\d{2}s)$")]
     t: Annotated[float, Field(ge=0, le=1e6)]
     camera: Annotated[list[Coord], Field(max_length=8)] | None = None
     frame: tuple[Annotated[float, Field(gt=0, le=_LIMIT)], Annotated[float, Field(gt=0, le=_LIMIT)]]

@@ -248,7 +248,7 @@ class {OFFLINE_SCENE_NAME}01Question({OFFLINE_SCENE_NAME}Base):
         self.play(FadeIn(title), run_time=0.8)
         self.wait(0.6)
         self.play(title.animate.scale(0.5).to_edge(UP), run_time=0.6)
-        end_scene(self, self.lane)
+        end_scene(self, self.lane, keep=[title])  # scene 2 starts from the parked title
 
 
 class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
@@ -258,12 +258,13 @@ class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
 
     def construct(self):
         self.open_scene()
-        self.add(self.parked_title())
+        title = self.parked_title()
+        self.add(title)
         formula = self.formula()
         self.play(Write(formula), run_time=1.0)
         self.lane.show("Offline stand-in: no model was called")
         self.wait(0.6)
-        end_scene(self, self.lane)
+        end_scene(self, self.lane, keep=[title, formula])  # scene 3 starts from both
 
 
 class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
@@ -280,7 +281,7 @@ class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
         zoom_to_fit(self, formula, focus=formula[0], max_zoom=2.2, run_time=1.0)
         self.wait(0.6)
         zoom_to_fit(self, formula, zoom=1, run_time=0.8)
-        end_scene(self, self.lane)
+        end_scene(self, self.lane, keep=[title, formula])  # the film ends on its formula
 '''
 
 
