@@ -259,6 +259,8 @@ class _FilmScenes:
         for unit, cut in book.cuts():  # what a scene leaves that the next does not start from
             say(f"[film] warning: layout {unit.label} t={cut.t:.1f}s {cut.kind}: "
                 f"{cut.detail[:300]}")
+        for unit, why in book.unquoted(self.narration):  # two texts on screen at once
+            say(f"[film] warning: captions {unit.label}: not its narration lines: {why}")
         stitched = steps.stitch.with_options(task_run_name="stitch")(videos, str(target))
         manifest.update(film={"file": str(target), "duration": stitched.duration,
                               "scene_durations_sum": book.duration_sum(),

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import filecmp
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from mythloop.fileio import write_text_if_changed
 from mythloop.mythos.code.scenes import SceneUnit, join_film, scene_file_text
 from mythloop.mythos.media.avmux import duration_of
-from mythloop.mythos.media.subtitles import Shot, caption_shots
+from mythloop.mythos.media.subtitles import Shot, caption_mismatch, caption_shots, lane_captions
 from mythloop.mythos.pipeline import FilmSession
 from mythloop.mythos.records import (
     FailedScene,
@@ -247,6 +248,24 @@ class SceneBook:
             with self.lock:
                 before = list(self.records[unit.index].layout or [])
             self.record(unit, layout=[*before, finding])
+        return found
+
+    def unquoted(self, narration: Sequence[Sequence[str]]) -> list[tuple[SceneUnit, str]]:
+        """Scenes whose lane captions (in their accepted renders' layout records) are not
+        their narration lines (`subtitles.caption_mismatch`): a viewer with subtitles on
+        reads two sentences at once. One warning per scene in the manifest's `warnings`;
+        returns (scene, why) for the lines to print."""
+        found = []
+        for unit, lines in zip(self.units, narration, strict=True):
+            with self.lock:
+                record = self.layouts.get(unit.index)
+            why = caption_mismatch(lines, lane_captions(record)) if record else None
+            if why:
+                found.append((unit, why))
+                line = f"{unit.label} ({unit.name}): captions are not its narration lines: {why}"
+                with self.lock:  # (said once, also when a resumed film stitches again)
+                    if line not in (self.session.manifest.record.warnings or []):
+                        self.session.manifest.append("warnings", line)
         return found
 
     def videos(self) -> list[str]:

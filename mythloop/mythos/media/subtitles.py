@@ -6,8 +6,11 @@ clips of a scene follow one another from the scene's start, `LINE_PAUSE_S` apart
 (`cues_for_scenes`), each cue spans the shot it describes: the scene's shots are read from
 its render's layout record (`caption_shots`: the opening up to the first lane caption, then
 one shot per caption of `mythloop.scenekit.CaptionLane`, from the play that fades it in to
-the play that fades it out), each line goes to the shot whose words it shares most, in
-order (`align_lines`), and holds until the next line's shot starts. A scene whose render
+the play that fades it out). Where the captions quote the narration lines (caption k is
+line k, or a line split over consecutive captions: `quoted_lines`), each line goes to the
+shot of its first caption, so the subtitle is the caption on screen; otherwise each line
+goes to the shot whose words it shares most, in order (`align_lines`). A line holds until
+the next line's shot starts. A scene whose render
 reported no caption timeline falls back to sharing its time span among its lines in
 proportion to their length in words. A short gap is left between cues so players do not
 merge them. Times come from the stitched film (scene boundaries are the cumulative
@@ -23,7 +26,8 @@ from pathlib import Path
 
 from mythloop.fileio import write_text_atomic
 
-__all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "align_lines", "cues_for_scenes",
+__all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "lane_captions", "quoted_lines",
+           "caption_mismatch", "align_lines", "cues_for_scenes",
            "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt", "format_vtt",
            "write_subtitles"]
 
@@ -99,6 +103,72 @@ def caption_shots(record: Mapping) -> list[Shot]:
     return shots + [Shot(start, max(end, start), text) for start, end, text in spans]
 
 
+def lane_captions(record: Mapping) -> list[str]:
+    """The lane captions a scene's layout record shows, in order of appearance (a caption
+    seen in consecutive snapshots counts once)."""
+    shown: list[str] = []
+    for snap in record.get("snapshots", ()):
+        for item in snap.get("items", ()):
+            if item.get("lane") == "caption" and (not shown or shown[-1] != item["label"]):
+                shown.append(item["label"])
+    return shown
+
+
+_NOT_WORD = re.compile(r"[^\w\s]+")
+
+
+def _plain(text: str) -> str:
+    """TEXT with case, punctuation and spacing folded: what a caption and a line compare on."""
+    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
+
+
+def _quotes(lines: Sequence[str], captions: Sequence[str]) -> tuple[list[int], str | None]:
+    """For each caption, the line it quotes, while captions quote the lines in order (a line
+    may run over consecutive captions, each a verbatim piece of it); and why not, or None."""
+    place: list[int] = []
+    line, said = 0, ""
+    for k, caption in enumerate(captions):
+        piece = _plain(caption)
+        sofar = f"{said} {piece}".strip()
+        want = _plain(lines[line]) if line < len(lines) else ""
+        if want and sofar == want:
+            place.append(line)
+            line, said = line + 1, ""
+        elif want and piece and want.startswith(sofar + " "):
+            place.append(line)
+            said = sofar
+        else:
+            verb = "does not go on with" if said else "is not"
+            where = (f"{verb} line {line + 1} \"{lines[line][:80]}\"" if line < len(lines)
+                     else f"has no line left ({len(lines)} line(s))")
+            return place, f"caption {k + 1} \"{caption[:80]}\" {where}"
+    if said or line < len(lines):
+        return place, (f"{len(captions)} caption(s) quote {line} of {len(lines)} line(s); "
+                       f"line {line + 1} \"{lines[line][:80]}\" is not on screen")
+    return place, None
+
+
+def quoted_lines(lines: Sequence[str], captions: Sequence[str]) -> list[int] | None:
+    """For each caption, the index of the narration line it quotes, when the captions are
+    the lines: caption k is line k (normalised case, punctuation and spacing), or a line is
+    split over consecutive captions, each a verbatim piece, in order; every line on screen.
+    None otherwise (or without captions)."""
+    if not captions or not lines:
+        return None
+    place, why = _quotes(lines, captions)
+    return None if why else place
+
+
+def caption_mismatch(lines: Sequence[str], captions: Sequence[str]) -> str | None:
+    """Why a scene's lane captions are not its narration lines, in one line; None when they
+    are (or the scene shows no caption: its subtitles say what no caption does)."""
+    if not captions:
+        return None
+    if not lines:
+        return f"{len(captions)} caption(s) but no narration line"
+    return _quotes(lines, captions)[1]
+
+
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
@@ -126,12 +196,22 @@ def align_lines(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
     return chosen[::-1]
 
 
+def _placed(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
+    """For each line, the index of its shot: exact where the scene's captions quote its
+    lines (the shot of the line's first caption), else `align_lines`."""
+    for skip in (0, 1):  # the first shot may be the opening, before any caption
+        quoted = quoted_lines(lines, [s.text for s in shots[skip:]])
+        if quoted is not None:
+            return [skip + quoted.index(i) for i in range(len(lines))]
+    return align_lines(lines, shots)
+
+
 def _timed_cues(offset: float, duration: float, lines: list[str],
                 shots: Sequence[Shot]) -> list[Cue]:
     """One scene's cues from its shots: each line from its shot's start until the next
     line's shot starts (lines sharing a shot share it by words; the last line holds until
     its last shot's end)."""
-    place = align_lines(lines, shots)
+    place = _placed(lines, shots)
     cues: list[Cue] = []
     for k in sorted(set(place)):
         group = [line for line, at in zip(lines, place, strict=True) if at == k]

@@ -262,7 +262,9 @@ class {OFFLINE_SCENE_NAME}02Formula({OFFLINE_SCENE_NAME}Base):
         self.add(title)
         formula = self.formula()
         self.play(Write(formula), run_time=1.0)
-        self.lane.show("Offline stand-in: no model was called")
+        self.lane.show("Here is the formula, part by part.")  # its captions: its lines
+        self.wait(0.6)
+        self.lane.show("A stand-in wrote it, not a model.")
         self.wait(0.6)
         end_scene(self, self.lane, keep=[title, formula])  # scene 3 starts from both
 
@@ -277,9 +279,10 @@ class {OFFLINE_SCENE_NAME}03KeyTerm({OFFLINE_SCENE_NAME}Base):
         title = self.parked_title()
         formula = self.formula()
         self.add(title, formula)
-        self.lane.show("Offline stand-in: no model was called")
+        self.lane.show("Look closely at its first term,")  # one line over two captions
         zoom_to_fit(self, formula, focus=formula[0], max_zoom=2.2, run_time=1.0)
         self.wait(0.6)
+        self.lane.show("then see the whole formula again.")
         zoom_to_fit(self, formula, zoom=1, run_time=0.8)
         end_scene(self, self.lane, keep=[title, formula])  # the film ends on its formula
 '''
