@@ -333,3 +333,94 @@ def test_a_rendered_scene_without_a_voice_gets_its_cues_on_its_shots(tmp_path):
             (a + offset, b + offset) for a, b in truth], strict=True):
         assert abs(start - want_start) <= 0.5 and abs(end - want_end) <= 0.5, \
             (text, (start, end), (want_start, want_end))
+
+
+# -- with a voice and captions that quote the lines: each line spoken when its caption shows --
+
+_VOICED_LINES = ["Heat flows from hot to cold.", "The rod evens out.",
+                 "Then nothing changes any more."]
+# the opening (a title, 2.5 s), then caption k = line k: the first up 0.6 s, too short for
+# its line's speech, so the second waits for it; the third appears well after the second ends
+_VOICED_STEPS = [("play", 1.0, None), ("wait", 1.5, None),
+                 ("play", 0.36, _VOICED_LINES[0]), ("play", 0.24, _VOICED_LINES[0]),
+                 ("play", 0.36, _VOICED_LINES[1]), ("wait", 3.4, _VOICED_LINES[1]),
+                 ("play", 0.24, _VOICED_LINES[1]),
+                 ("play", 0.36, _VOICED_LINES[2]), ("wait", 2.5, _VOICED_LINES[2]),
+                 ("play", 0.4, _VOICED_LINES[2]), ("wait", 0.4, None)]
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
+def test_with_a_voice_each_line_is_spoken_when_its_caption_appears(tmp_path):
+    """A voiced film whose first scene's captions quote its lines (its shots from the layout
+    record the probe writes): each line's speech, and its cue, starts when its caption
+    appears, or LINE_PAUSE_S after the line before it ends where that is later; a scene
+    without captions speaks from its start, as before."""
+    from mythloop.mythos.media.avmux import concat_videos
+    from mythloop.mythos.media.subtitles import LINE_PAUSE_S, caption_shots
+
+    length = round(sum(seconds for _, seconds, _ in _VOICED_STEPS), 3)
+    one = _clip(tmp_path / "one.mp4", length)
+    two = _clip(tmp_path / "two.mp4", 4.0)
+    shots = [[s.start, s.end, s.text] for s in caption_shots(_probe_record(_VOICED_STEPS))]
+    plain = ["A scene without captions.", "It speaks from its start."]
+    film = concat_videos([one, two], tmp_path / "film.mp4")
+    scenes = [{"label": "scene-01", "video": str(one), "duration": duration_of(one),
+               "shots": shots},
+              {"label": "scene-02", "video": str(two), "duration": duration_of(two)}]
+    done = finish_film(film, scenes, [_VOICED_LINES, plain], voice="espeak")
+    cues = _cues(Path(str(done.subtitles.srt)).read_text())
+    assert [text for _, _, text in cues] == _VOICED_LINES + plain
+    # every cue still spans its own speech, as heard in the finished film
+    speech = _speech_spans(film)
+    assert len(speech) == len(cues), (speech, cues)
+    for (start, end, text), (said_from, said_to) in zip(cues, speech, strict=True):
+        assert abs(start - said_from) <= 0.3 and abs(end - said_to) <= 0.3, \
+            (text, (start, end), (said_from, said_to))
+    # each caption's appearance, from the steps themselves (the opening aside)
+    shown = [start for start, _ in _true_shots(_VOICED_STEPS)[1:]]
+    previous_end = None
+    waited = 0
+    for (start, end, text), appears in zip(cues[:3], shown, strict=True):
+        allowed = appears if previous_end is None else max(appears, previous_end + LINE_PAUSE_S)
+        assert abs(start - allowed) <= 0.3, (text, start, appears, previous_end)
+        waited += previous_end is not None and previous_end + LINE_PAUSE_S > appears + 0.3
+        previous_end = end
+    assert cues[0][0] >= 2.0  # not at the scene's start: its caption comes 2.5 s in
+    assert waited == 1  # the second line waited for the first; the third did not
+    # the manifest's placement is the cues' (scene time)
+    assert done.voice is not None
+    assert [(p["start_s"], p["end_s"]) for p in done.voice.lines[:3]] == \
+        [(a, b) for a, b, _ in cues[:3]]
+    # the scene without captions: its lines from its start, LINE_PAUSE_S apart
+    offset = done.scene_spans[0]
+    assert abs(cues[3][0] - offset) <= 0.05
+    assert abs(cues[4][0] - (cues[3][1] + LINE_PAUSE_S)) <= 0.05
+
+
+def test_speech_waits_for_the_caption_that_quotes_its_line():
+    """Without espeak: the placement itself, on the shots the probe's layout record gives.
+    Each line starts when its caption appears unless the line before it is still spoken;
+    captions that are not the lines leave the lines one after another from the start."""
+    from mythloop.mythos.media.subtitles import (
+        LINE_PAUSE_S,
+        caption_shots,
+        caption_starts,
+        speech_layout,
+    )
+
+    shots = caption_shots(_probe_record(_VOICED_STEPS))
+    shown = [start for start, _ in _true_shots(_VOICED_STEPS)[1:]]
+    starts = caption_starts(_VOICED_LINES, shots)
+    assert starts is not None and len(starts) == 3
+    assert all(abs(a - b) <= 0.3 for a, b in zip(starts, shown, strict=True)), (starts, shown)
+    durations = [2.0, 1.0, 1.5]  # the first line outlasts its caption (0.6 s up)
+    spans = speech_layout(durations, starts)
+    assert spans[0] == (starts[0], starts[0] + 2.0)
+    assert spans[1][0] == spans[0][1] + LINE_PAUSE_S > starts[1]  # waits for line 1
+    assert spans[2][0] == starts[2] > spans[1][1] + LINE_PAUSE_S  # at its caption
+    # captions that are not the lines, or no shots: from the scene's start, as before
+    assert caption_starts(list(reversed(_VOICED_LINES)), shots) is None
+    assert caption_starts(_VOICED_LINES, []) is None
+    pause = LINE_PAUSE_S
+    assert [pytest.approx(span) for span in speech_layout(durations)] == \
+        [(0.0, 2.0), (2.0 + pause, 3.0 + pause), (3.0 + 2 * pause, 4.5 + 2 * pause)]

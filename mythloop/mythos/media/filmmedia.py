@@ -6,11 +6,13 @@
     finish_film(...)                     film.srt + film.vtt timed from the scene videos
                                          (without a voice, each cue on the shot it
                                          describes, from the render's layout record),
-                                         optional voice (a clip per narration line, laid one
-                                         after another from its scene's start, each cue
-                                         spanning its line's speech; a scene held on its
-                                         last frame while its narration runs on), muxed
-                                         into film.mp4 (soft or burnt subtitles)
+                                         optional voice (a clip per narration line, spoken
+                                         when its caption appears where the captions quote
+                                         the lines, else one after another from its scene's
+                                         start; each cue spanning its line's speech; a
+                                         scene held on its last frame while its narration
+                                         runs on), muxed into film.mp4 (soft or burnt
+                                         subtitles)
     poster_frame                         a PNG from the middle of the film
 """
 
@@ -32,6 +34,7 @@ from mythloop.mythos.media.avmux import (
 from mythloop.mythos.media.subtitles import (
     SceneNarration,
     Shot,
+    caption_starts,
     cues_for_scenes,
     cues_for_speech,
     speech_layout,
@@ -108,6 +111,8 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     `scenes` are the film's scenes in order, each with `label`, `video` and `duration`, and
     optionally `shots` ([start, end, text] in scene time, `subtitles.caption_shots`): without
     a voice each cue then spans the shot it describes, else its scene's share by words.
+    With a voice, a scene whose shots are captions quoting its lines speaks each line when
+    its caption appears (or after the line before it, if that runs later).
     Returns what the manifest records: the subtitle files, cues, voice clips and timings
     (a MediaResult without the poster).
     """
@@ -118,6 +123,9 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
     clips: list[list[Path]] = [[] for _ in scenes]  # per scene, one clip per line
     lengths: list[list[float]] = [[] for _ in scenes]  # their speech, silence trimmed
     speech: list[float] = [0.0] * len(scenes)  # per scene: its last line's end
+    # per scene, where each line's clip lies from the scene's start: one placement that the
+    # cues, the speech track, the manifest and the held frames all read
+    layouts: list[list[tuple[float, float]]] = [[] for _ in scenes]
     engine_name = None
     if voice:
         engine = get_engine(voice)
@@ -132,7 +140,8 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
                 clips[i].append(clip)
                 lengths[i].append(wav_duration(clip))
             if lines:
-                speech[i] = speech_layout(lengths[i])[-1][1]
+                layouts[i] = speech_layout(lengths[i], caption_starts(lines, _shots(scene)))
+                speech[i] = layouts[i][-1][1]
     videos, held = [], []
     for i, scene in enumerate(scenes):
         video, duration = Path(scene["video"]), float(scene["duration"])
@@ -151,22 +160,24 @@ def finish_film(film: Path, scenes: Sequence[dict], narration: Sequence[Sequence
              zip(videos, scenes, strict=True)]
     audio, placed = None, []
     if voice:
-        cues = cues_for_speech(spans, spoken, lengths)
-        # each line's clip padded to the next line's start (the last one to its scene's end)
+        cues = cues_for_speech(spans, spoken, layouts)
+        # silence up to a scene's first line, then each line's clip padded to the next line's
+        # start (the last one to its scene's end)
         parts: list[tuple[Path | None, float]] = []
-        for span, scene_clips, durations in zip(spans, clips, lengths, strict=True):
-            starts = [start for start, _ in speech_layout(durations)]
+        for span, scene_clips, layout in zip(spans, clips, layouts, strict=True):
+            starts = [start for start, _ in layout]
             if not scene_clips:
                 parts.append((None, span))
+            elif starts[0] > 0:
+                parts.append((None, starts[0]))
             for k, clip in enumerate(scene_clips):
                 until = starts[k + 1] if k + 1 < len(starts) else span
                 parts.append((clip, until - starts[k]))
         audio = speech_track(parts, work / "voice.wav")
         placed = [{"scene": scene["label"], "clip": str(clip), "start_s": round(start, 3),
                    "end_s": round(end, 3)}
-                  for scene, scene_clips, durations in zip(scenes, clips, lengths, strict=True)
-                  for clip, (start, end) in zip(scene_clips, speech_layout(durations),
-                                                strict=True)]
+                  for scene, scene_clips, layout in zip(scenes, clips, layouts, strict=True)
+                  for clip, (start, end) in zip(scene_clips, layout, strict=True)]
     else:
         cues = cues_for_scenes([SceneNarration(span, lines, _shots(scene))
                                 for span, lines, scene in zip(spans, spoken, scenes,

@@ -1,8 +1,10 @@
 """Subtitles for a film: cues timed from each scene's measured duration, as SRT and WebVTT.
 
-With a voice (`cues_for_speech`), each narration line is spoken as its own clip and the
-clips of a scene follow one another from the scene's start, `LINE_PAUSE_S` apart
-(`speech_layout`): each cue spans exactly its own line's speech. Without one
+With a voice (`cues_for_speech`), each narration line is spoken as its own clip, placed by
+`speech_layout`: where the scene's captions quote its lines (`caption_starts`), each line
+starts when its first caption appears, or `LINE_PAUSE_S` after the previous line's speech
+ends if that is later; otherwise the clips follow one another from the scene's start,
+`LINE_PAUSE_S` apart. Each cue spans exactly its own line's speech. Without one
 (`cues_for_scenes`), each cue spans the shot it describes: the scene's shots are read from
 its render's layout record (`caption_shots`: the opening up to the first lane caption, then
 one shot per caption of `mythloop.scenekit.CaptionLane`, from the play that fades it in to
@@ -28,7 +30,7 @@ from mythloop.fileio import write_text_atomic
 
 __all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "lane_captions", "quoted_lines",
            "caption_mismatch", "align_lines", "cues_for_scenes",
-           "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt", "format_vtt",
+           "caption_starts", "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt", "format_vtt",
            "write_subtitles"]
 
 _GAP_S = 0.08  # between two cues of one scene
@@ -253,12 +255,33 @@ def cues_for_scenes(scenes: Sequence[SceneNarration]) -> list[Cue]:
     return cues
 
 
-def speech_layout(durations: Sequence[float]) -> list[tuple[float, float]]:
-    """Where each spoken line of one scene lies, in seconds from the scene's start: the lines
-    one after another, LINE_PAUSE_S apart, the first at 0. (start, end) per line."""
+def caption_starts(lines: Sequence[str], shots: Sequence[Shot]) -> list[float] | None:
+    """For each line, when its first caption appears (seconds from the scene's start), where
+    the scene's captions quote its lines (`quoted_lines`, the opening shot aside); None
+    otherwise (no shots, or captions that are not the lines)."""
+    lines = [" ".join(line.split()) for line in lines if line and line.strip()]
+    for skip in (0, 1):  # the first shot may be the opening, before any caption
+        quoted = quoted_lines(lines, [s.text for s in shots[skip:]])
+        if quoted is not None:
+            return [shots[skip + quoted.index(i)].start for i in range(len(lines))]
+    return None
+
+
+def speech_layout(durations: Sequence[float],
+                  earliest: Sequence[float] | None = None) -> list[tuple[float, float]]:
+    """Where each spoken line of one scene lies, in seconds from the scene's start: each line
+    LINE_PAUSE_S after the previous one ends, the first at 0; with `earliest` (one time per
+    line, `caption_starts`) a line never starts before its own time, so it is spoken when
+    its caption appears unless the previous line is still being spoken. (start, end) per
+    line."""
+    if earliest is not None and len(earliest) != len(durations):
+        raise ValueError(f"speech_layout: {len(durations)} line(s) but {len(earliest)} "
+                         "earliest start(s)")
     spans: list[tuple[float, float]] = []
     start = 0.0
-    for duration in durations:
+    for k, duration in enumerate(durations):
+        if earliest is not None:
+            start = max(start, float(earliest[k]), 0.0)
         end = start + max(float(duration), 0.0)
         spans.append((start, end))
         start = end + LINE_PAUSE_S
@@ -266,14 +289,15 @@ def speech_layout(durations: Sequence[float]) -> list[tuple[float, float]]:
 
 
 def cues_for_speech(spans: Sequence[float], lines: Sequence[Sequence[str]],
-                    speech: Sequence[Sequence[float]]) -> list[Cue]:
+                    layouts: Sequence[Sequence[tuple[float, float]]]) -> list[Cue]:
     """Cues in film time for a voiced film: scene i lasts spans[i] seconds and speaks
-    lines[i], whose clips last speech[i] seconds each; every cue spans its line's speech as
-    `speech_layout` places it (clipped to its scene, which the voice step lengthens to fit)."""
+    lines[i], whose clips lie at layouts[i] ((start, end) per line from the scene's start,
+    `speech_layout`'s): every cue spans its line's speech (clipped to its scene, which the
+    voice step lengthens to fit)."""
     cues: list[Cue] = []
     offset = 0.0
-    for span, texts, durations in zip(spans, lines, speech, strict=True):
-        for text, (start, end) in zip(texts, speech_layout(durations), strict=True):
+    for span, texts, layout in zip(spans, lines, layouts, strict=True):
+        for text, (start, end) in zip(texts, layout, strict=True):
             shown = " ".join(text.split())
             if shown and end > start:
                 cues.append(Cue(round(offset + start, 3), round(offset + min(end, span), 3),
