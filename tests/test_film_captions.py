@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_film_narration import _probe_record, _true_shots
-from test_film_scenes import HEADER, _fence, _film, _manifest
+from test_film_scenes import HEADER, _fence, _film, _manifest, _stage_cassettes
 
 from mythloop.data import data_path
 from mythloop.llm.replay import write_cassette
@@ -26,9 +26,7 @@ from mythloop.mythos.media.subtitles import (
     lane_captions,
     quoted_lines,
 )
-from mythloop.mythos.plan.prompts import stage_prompt
 from mythloop.mythos.plan.request import FilmRequest
-from mythloop.mythos.plan.stages import STAGES
 from mythloop.mythos.standins.offline import offline_response
 
 _LINES = ["A metal rod, hot in places, cool at its ends.",
@@ -190,12 +188,7 @@ _UNQUOTED = '''class CaptionFilm02Other(TinyBase):
 
 
 def _cassettes(root: Path, topic: str) -> Path:
-    artifact: dict = {"user_prompt": topic}
-    for spec in STAGES:
-        prompt = stage_prompt(spec.slug, artifact)
-        answer = offline_response(spec.slug, prompt)
-        write_cassette(root, topic, spec.slug, prompt, "test recording", answer)
-        artifact = json.loads(answer)
+    _stage_cassettes(root, topic)
     header = HEADER.format(tag=uuid.uuid4().hex).replace(
         "from manim import *", "from manim import *\nfrom mythloop.scenekit import CaptionLane, "
                                "end_scene", 1)

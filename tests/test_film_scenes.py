@@ -79,18 +79,23 @@ def _fence(code: str) -> str:
     return "```python\n" + code + "```\n"
 
 
-def _tiny_cassettes(root: Path, topic: str, repair: str, *,
-                    scenes: tuple[str, ...] = (SCENE_1, SCENE_2_BROKEN, SCENE_3),
-                    repaired: str = "scene-02") -> Path:
-    """A recorded film for TOPIC: offline stand-in stages, tiny split codegen, one repair
-    (of scene REPAIRED)."""
-    tag = uuid.uuid4().hex
+def _stage_cassettes(root: Path, topic: str) -> None:
+    """The six planning stages' cassettes for TOPIC: the offline stand-in's answers."""
     artifact: dict = {"user_prompt": topic}
     for spec in STAGES:
         prompt = stage_prompt(spec.slug, artifact)
         answer = offline_response(spec.slug, prompt)
         write_cassette(root, topic, spec.slug, prompt, "test recording", answer)
         artifact = json.loads(answer)
+
+
+def _tiny_cassettes(root: Path, topic: str, repair: str, *,
+                    scenes: tuple[str, ...] = (SCENE_1, SCENE_2_BROKEN, SCENE_3),
+                    repaired: str = "scene-02") -> Path:
+    """A recorded film for TOPIC: offline stand-in stages, tiny split codegen, one repair
+    (of scene REPAIRED)."""
+    tag = uuid.uuid4().hex
+    _stage_cassettes(root, topic)
     code = join_film(HEADER.format(tag=tag), list(scenes))
     write_cassette(root, topic, "codegen", None, "test recording", _fence(code))
     write_cassette(root, topic, f"repair-{repaired}-1", None, "test recording", _fence(repair))

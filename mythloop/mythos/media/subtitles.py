@@ -30,8 +30,8 @@ from mythloop.fileio import write_text_atomic
 
 __all__ = ["Cue", "Shot", "SceneNarration", "caption_shots", "lane_captions", "quoted_lines",
            "caption_mismatch", "align_lines", "cues_for_scenes",
-           "caption_starts", "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt", "format_vtt",
-           "write_subtitles"]
+           "caption_starts", "speech_layout", "cues_for_speech", "LINE_PAUSE_S", "format_srt",
+           "format_vtt", "write_subtitles"]
 
 _GAP_S = 0.08  # between two cues of one scene
 _MIN_CUE_S = 0.4
@@ -198,14 +198,21 @@ def align_lines(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
     return chosen[::-1]
 
 
-def _placed(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
-    """For each line, the index of its shot: exact where the scene's captions quote its
-    lines (the shot of the line's first caption), else `align_lines`."""
+def _quoted_shots(lines: Sequence[str], shots: Sequence[Shot]) -> list[int] | None:
+    """For each line, the index of the shot of its first caption, where the scene's captions
+    quote its lines (`quoted_lines`, the opening shot aside); None otherwise."""
     for skip in (0, 1):  # the first shot may be the opening, before any caption
         quoted = quoted_lines(lines, [s.text for s in shots[skip:]])
         if quoted is not None:
             return [skip + quoted.index(i) for i in range(len(lines))]
-    return align_lines(lines, shots)
+    return None
+
+
+def _placed(lines: Sequence[str], shots: Sequence[Shot]) -> list[int]:
+    """For each line, the index of its shot: exact where the scene's captions quote its
+    lines (the shot of the line's first caption), else `align_lines`."""
+    quoted = _quoted_shots(lines, shots)
+    return quoted if quoted is not None else align_lines(lines, shots)
 
 
 def _timed_cues(offset: float, duration: float, lines: list[str],
@@ -260,11 +267,8 @@ def caption_starts(lines: Sequence[str], shots: Sequence[Shot]) -> list[float] |
     the scene's captions quote its lines (`quoted_lines`, the opening shot aside); None
     otherwise (no shots, or captions that are not the lines)."""
     lines = [" ".join(line.split()) for line in lines if line and line.strip()]
-    for skip in (0, 1):  # the first shot may be the opening, before any caption
-        quoted = quoted_lines(lines, [s.text for s in shots[skip:]])
-        if quoted is not None:
-            return [shots[skip + quoted.index(i)].start for i in range(len(lines))]
-    return None
+    quoted = _quoted_shots(lines, shots)
+    return None if quoted is None else [shots[k].start for k in quoted]
 
 
 def speech_layout(durations: Sequence[float],
