@@ -102,6 +102,11 @@ class Settings(BaseSettings):
     praise covers more prompts than Tukey's upper fence over the skills with pairs (Q3 + this
     * IQR of their prompt counts; and more than 5) gives no training pairs; 0: off
     (docs/blend.md, "Defences")."""
+    c5_gate_pairs: bool = Field(False, validation_alias=_env("C5_GATE_PAIRS"))
+    """C5 in a sweep: a HELPFUL verdict becomes a training pair only where the prompt is
+    plausible for the skill on its own description (C4's gate, `c4_plausible_rank`). Off: the
+    gate keeps out the hard prompts the tuned model learns most from, and the over-praise rule
+    holds the attack without it (docs/blend.md, "Defences")."""
     c5_hard_negatives: bool = Field(False, validation_alias=_env("C5_HARD_NEGATIVES"))
     """C5 in a sweep: each trusted pair also gets a hard negative, a skill its prompt's catalog
     showed and the judge did not use (docs/blend.md, "Hard negatives")."""

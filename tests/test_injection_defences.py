@@ -5,6 +5,7 @@ small pool of the ranker's tests."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from mythloop.router import Router, full_text
 from mythloop.router.ranker import harm_credibility
 from mythloop.router.tuning import trusted_pairs
 from mythloop.settings import get_settings
+from mythloop.sweep.config import ranking_settings
+from mythloop.sweep.tuned import round_pairs
 from mythloop.verdicts import VerdictStore, persist_verdicts
 
 QUERY = "my regular expression freezes when the input string is very long"
@@ -155,3 +158,23 @@ def test_c5_trusted_pairs_leave_out_what_the_gate_distrusts(tmp_path, catalog, e
     assert [(p.query, p.skill) for p in gated] == [(REGEX[0], "regex-debugger")]
     assert np.all([p.text == full_text(next(s for s in catalog.skills if s.name == p.skill))
                    for p in gated])
+
+
+def test_the_sweep_gates_c5_pairs_only_when_told(tmp_path, catalog, embedder, monkeypatch):
+    """A sweep's C5 fine-tune trains on every trusted pair by default (docs/blend.md: the gate
+    cost C5 the hard prompts on MetaTool, and the over-praise rule holds the attack without
+    it); MYTHLOOP_C5_GATE_PAIRS=1 puts the gate of the run's own router on them."""
+    store = build_store(tmp_path / "s.db", catalog, embedder, BOUGHT + HONEST)
+    router = Router(catalog, store, embedder,
+                    get_settings(eval_blend=True, c4_plausible_rank=RANK), agreement=True)
+    run = SimpleNamespace(store=store, catalog=catalog, router=router)
+    monkeypatch.delenv("MYTHLOOP_C5_GATE_PAIRS", raising=False)
+    assert "MYTHLOOP_C5_GATE_PAIRS" not in ranking_settings()
+    pairs, dropped = round_pairs(run, 1)
+    assert [(p.query, p.skill) for p in pairs] == \
+        [(p.query, p.skill) for p in trusted_pairs(store, catalog)] and not dropped
+    assert sorted(p.skill for p in pairs) == ["docker-compose-basics"] * 4 + ["regex-debugger"]
+    monkeypatch.setenv("MYTHLOOP_C5_GATE_PAIRS", "1")
+    gated, _ = round_pairs(run, 1)
+    assert [(p.query, p.skill) for p in gated] == [(REGEX[0], "regex-debugger")]
+    assert ranking_settings()["MYTHLOOP_C5_GATE_PAIRS"] is True  # in a sweep's fingerprint

@@ -81,10 +81,10 @@ def trusted_pairs(store, catalog: Catalog | Sequence[Skill],
     """One pair per distinct (prompt, skill) that got a HELPFUL verdict, for skills of the
     catalog that are not credibly harmful now; in the order the verdicts were written.
 
-    With `plausible` (C5 in a sweep: the ranker's gate, over the base model) a pair counts
-    only where the prompt is plausible for the skill on its own description, and a skill's
-    helpful count for the credibility test keeps only the share of its verdicts that do
-    (as the ranker counts them; docs/blend.md, "Defences")."""
+    With `plausible` (the ranker's gate, over the base model: C5 in a sweep with
+    `c5_gate_pairs` on) a pair counts only where the prompt is plausible for the skill on its
+    own description, and a skill's helpful count for the credibility test keeps only the
+    share of its verdicts that do (as the ranker counts them; docs/blend.md, "Defences")."""
     skills = {s.name: s for s in (catalog.skills if isinstance(catalog, Catalog) else catalog)}
     names = sorted(skills)
     rows = []

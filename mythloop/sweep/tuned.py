@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mythloop.sweep.condition import ConditionRun
 
 __all__ = ["tune_settings", "base_model", "tune_for_round", "read_models", "collect_models",
-           "with_hard_negatives"]
+           "with_hard_negatives", "round_pairs"]
 
 
 def tune_settings(seed: int = 0) -> TuneSettings:
@@ -84,6 +84,20 @@ def read_models(run_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def round_pairs(run: ConditionRun, round_idx: int) -> tuple[list[TrainingPair], list[str]]:
+    """The training pairs of round `round_idx`'s fine-tune, from the store as it is now, and
+    the skills the over-praise rule left out. The gate on the pairs is `c5_gate_pairs` (off
+    by default: docs/blend.md, "Defences"); C4's terms inside C5 keep theirs either way."""
+    settings = get_settings()
+    gate = (run.router.plausibility if run.router is not None and settings.c5_gate_pairs
+            else None)
+    pairs = trusted_pairs(run.store, run.catalog, plausible=gate)
+    pairs, over_praised = drop_over_praised(pairs, settings.c5_over_praised)
+    if settings.c5_hard_negatives:
+        pairs = with_hard_negatives(run, pairs, round_idx)
+    return pairs, over_praised
+
+
 def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None = None,
                    on_step=None) -> dict[str, Any]:
     """Fine-tune for round `round_idx` (>= 1) from the store as it is now (the round's start)
@@ -91,11 +105,7 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
     assert run.store is not None, "open() first"
     models = models or ModelStore(get_settings().models_dir)
     base = base_model(run)
-    gate = run.router.plausibility if run.router is not None else None
-    pairs = trusted_pairs(run.store, run.catalog, plausible=gate)
-    pairs, over_praised = drop_over_praised(pairs, get_settings().c5_over_praised)
-    if get_settings().c5_hard_negatives:
-        pairs = with_hard_negatives(run, pairs, round_idx)
+    pairs, over_praised = round_pairs(run, round_idx)
     previous = run.embedder.model_id if run.embedder is not None else None
     record: dict[str, Any] = {"round": round_idx, "pairs": len(pairs),
                               "base_model": model_id_for(base)}
