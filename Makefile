@@ -17,6 +17,10 @@ export PREFECT_HOME ?= $(MYTHLOOP_STATE_DIR)/prefect
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
+# The suite runs on one worker per CPU (pytest-xdist), each test file whole on one worker (its
+# module fixtures built once); each worker has its own state folder and Prefect test harness.
+# TEST_WORKERS= runs it in one process.
+TEST_WORKERS ?= -n auto --dist loadfile
 
 .PHONY: setup apt venv test test-fast test-scale demo demo-sweep demo-film bench bench-scale bench-compare bench-page lint doctor clean
 
@@ -47,7 +51,7 @@ $(VENV)/.installed: pyproject.toml
 # The whole suite, less the tests marked scale_long: `make scale-demo` runs the same steps
 # (a worker killed mid-shard, ~4 min), `make test-scale` runs their tests.
 test: setup
-	$(VENV)/bin/pytest -q --durations=15 -m "not scale_long" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 $(TEST_WORKERS) -m "not scale_long" $(PYTEST_ARGS)
 
 .PHONY: test-scale
 test-scale: setup
@@ -56,7 +60,7 @@ test-scale: setup
 # The fast lane: the suite without the tests marked slow (renders video or starts servers) or
 # wheel. `make test` (CI) still runs everything; docs/operations.md lists the slowest tests.
 test-fast: setup
-	$(VENV)/bin/pytest -q --durations=15 -m "not slow and not wheel" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 $(TEST_WORKERS) -m "not slow and not wheel" $(PYTEST_ARGS)
 
 demo: setup demo-sweep demo-film
 

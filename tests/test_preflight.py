@@ -196,6 +196,7 @@ def test_doctor_lists_each_backend(monkeypatch):
     assert "cannot reach" in checks["backend openai"].detail and checks["backend openai"].fix
 
 
+@pytest.mark.slow  # a CLI sweep with its own temporary Prefect server, ~30 s
 def test_a_sweep_whose_turns_all_fail_stops_in_one_line_and_records_no_night(tmp_path):
     """What the probe cannot see (here: a claude CLI that answers --version but is not
     logged in) shows in the turns: round 1 fails alike, the sweep stops with one stderr line
