@@ -19,13 +19,13 @@ import report
 
 from mythloop.fileio import write_json_atomic
 
-DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input")
+DEFAULT_PARTS = ("router", "sweep", "film", "overhead", "metatool", "bad_input", "c5_scale")
 PARTS = (*DEFAULT_PARTS, "scale", "intervals", "noise_study", "analyze_speed", "metatool_cold",
          "metatool_ceiling", "metatool_replica", "pool_traps", "fixture_study", "film_quality",
-         "c5_variants", "attack_study", "c5_scale")
+         "c5_variants", "attack_study")
 QUICK_DIR = common.REPO / ".mythloop" / "bench" / "quick"
 TIMEOUT_S = {"router": 300, "scale": 1500, "sweep": 600, "film": 2400, "overhead": 240,
-             "metatool": 1800, "bad_input": 600}
+             "metatool": 1800, "bad_input": 600, "c5_scale": 1800}
 QUICK = {
     "router": {"sizes": (80, 1_000), "n_reasons": 1_000, "embed": True},
     "scale": {"tasks": 100, "burst_timeout": 60.0, "sweep": False},
@@ -34,7 +34,7 @@ QUICK = {
              "uncached": False, "quiet_wait_s": 0.0},
     "overhead": {"n": 20, "repeats": 1, "breakdown_n": 10},
     "metatool": {"rounds": 1, "conditions": ["c0"], "plot": False},
-    "bad_input": {"repeats": 1},
+    "bad_input": {"repeats": 1}, "c5_scale": {"skills": 400},
     "intervals": {"sims": 20},
 }
 
