@@ -22,10 +22,10 @@ TITLES = {  # the parts in the page's order
     "c5": "C5 on MetaTool (the sweep command)",
     "c5_variants": "C5 fine-tune settings (bench/c5_variants.py)",
     "c5_scale": "C0, C4 and C5 at 4,000 skills, per round and step (bench/c5_scale.py)",
-    "attack_study": "A judge the skills persuade: attack success and collateral "
-                    "(bench/attack_study.py)",
+    "attack_study": "A persuaded judge: attack success, collateral (bench/attack_study.py)",
     "bad_input": "Bad input answers (bench/bad_input.py)",
     "noise_study": "Noise study (bench/noise_study.py)",
+    "fixture_study": "The fixture study, last round (bench/fixture_study.py)",
     "intervals": "Interval coverage (bench/intervals.py)",
     "analyze_speed": "`mythloop analyze` at MetaTool's size (bench/analyze_speed.py)",
     "film_quality": "Film quality: the two replay films (bench/film_quality.py)",
