@@ -107,6 +107,11 @@ class Settings(BaseSettings):
     plausible for the skill on its own description (C4's gate, `c4_plausible_rank`). Off: the
     gate keeps out the hard prompts the tuned model learns most from, and the over-praise rule
     holds the attack without it (docs/blend.md, "Defences")."""
+    c5_continue: bool = Field(True, validation_alias=_env("C5_CONTINUE"))
+    """C5 in a sweep: a round after a tuned one trains the last round's model on the trusted
+    pairs it has not learned yet, where every pair it learned is still trusted (otherwise, and
+    off, the round trains a copy of the base model on every trusted pair; docs/blend.md,
+    "Pay for what changed")."""
     c5_hard_negatives: bool = Field(False, validation_alias=_env("C5_HARD_NEGATIVES"))
     """C5 in a sweep: each trusted pair also gets a hard negative, a skill its prompt's catalog
     showed and the judge did not use (docs/blend.md, "Hard negatives")."""

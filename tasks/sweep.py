@@ -69,8 +69,11 @@ def fine_tune_round(run: ConditionRun, round_idx: int) -> dict:
     record = tune_for_round(run, round_idx)
     if record.get("trained"):
         settings = record.get("settings") or {}
+        trained_on = (f"the {record['pairs_new']} new of {record['pairs']} trusted pairs, "
+                      f"continuing {record['continued_from']}" if "continued_from" in record
+                      else f"{record['pairs']} trusted pairs")
         say(f"[sweep] {run.name} round {round_idx + 1}: fine-tuned {record['model_id']} on "
-            f"{record['pairs']} trusted pairs ({record.get('train_seconds', 0):.0f} s, "
+            f"{trained_on} ({record.get('train_seconds', 0):.0f} s, "
             f"{settings.get('epochs')} epoch(s))")
         rows = [{"key": k, "value": json.dumps(v) if isinstance(v, dict | list) else str(v)}
                 for k, v in record.items()]

@@ -40,7 +40,7 @@ from mythloop.router.ranker import AGREEMENT_CREDIBILITY, full_text, harm_credib
 from mythloop.skills import Catalog, Skill
 
 __all__ = ["TrainingPair", "TuneSettings", "trusted_pairs", "drop_over_praised", "OVER_PRAISED_FLOOR",
-           "pairs_fingerprint", "training_key",
+           "pairs_fingerprint", "training_key", "learned_pairs",
            "bound_heap", "fine_tune"]
 
 
@@ -154,6 +154,18 @@ def drop_over_praised(pairs: Sequence[TrainingPair], fence: float,
     return [p for p in pairs if p.skill not in gone], dropped
 
 
+def learned_pairs(model: ModelInfo) -> list[TrainingPair]:
+    """Every pair a saved model was trained on (its pairs.jsonl; for a model trained from
+    another tuned one, that one's pairs first); [] when the file is missing or unreadable."""
+    try:
+        lines = (model.path / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        return [TrainingPair(str(r["query"]), str(r["skill"]), str(r["text"]),
+                             str(r.get("negative") or "")) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def pairs_fingerprint(pairs: Sequence[TrainingPair]) -> str:
     """sha256 over the pairs, independent of their order."""
     digest = hashlib.sha256()
@@ -230,12 +242,15 @@ def bound_heap() -> bool:
 
 def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
               settings: TuneSettings | None = None, lineage: dict[str, Any] | None = None,
-              on_step: Callable[[int, int, float], None] | None = None) -> ModelInfo:
+              on_step: Callable[[int, int, float], None] | None = None,
+              learned: Sequence[TrainingPair] = ()) -> ModelInfo:
     """Train a copy of the model at `base` (a folder) on `pairs` and save it in `models`.
 
     The same base, pairs and settings give back the model already saved (a resumed sweep
     trains nothing twice). `on_step(step, steps, loss)` is called after every step. A stop
-    (Ctrl-C, SIGTERM, an exception) leaves nothing in the store.
+    (Ctrl-C, SIGTERM, an exception) leaves nothing in the store. `learned`: the pairs `base`
+    (a tuned model) was trained on already; the saved model's pairs.jsonl lists them before
+    `pairs`, so it names every pair the model has learned (`learned_pairs`).
     """
     from mythloop.procs import STOPPING  # noqa: PLC0415
     from mythloop.router.embedder import model_id_for  # noqa: PLC0415
@@ -296,11 +311,12 @@ def fine_tune(base: str, pairs: Sequence[TrainingPair], models: ModelStore, *,
             "base_model": base_id, "base_path": str(base),
             "training_key": key, "pairs": len(pairs), "pairs_fingerprint": fingerprint,
             "skills": len({p.skill for p in pairs}), "settings": settings.to_dict(),
+            **({"pairs_learned": len(learned) + len(pairs)} if learned else {}),
             "steps": steps, "final_loss": round(last, 6), "train_seconds": seconds,
             "loss": "MultipleNegativesRankingLoss (in-batch negatives"
                     + (", hard negatives from the catalogs shown)" if any(p.negative for p in pairs)
                        else ")"),
         }
-        return models.save(model, record, pairs=[asdict(p) for p in pairs])
+        return models.save(model, record, pairs=[asdict(p) for p in (*learned, *pairs)])
     finally:
         torch.set_num_threads(threads)

@@ -41,7 +41,8 @@ _RANKING_SETTINGS = ("embedder_model", "w_count", "w_context", "w_harm", "w_rela
                      "c4_lexical_learned", "c4_explore_sigma", "c4_plausible_rank",
                      "c4_max_lift", "c5_epochs", "c5_batch_size",
                      "c5_learning_rate", "c5_max_seq_length", "c5_min_pairs",
-                     "c5_hard_negatives", "c5_over_praised", "c5_gate_pairs")
+                     "c5_hard_negatives", "c5_over_praised", "c5_gate_pairs",
+                     "c5_continue")
 
 
 def ranking_settings() -> dict[str, object]:

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from mythloop.fileio import read_records, write_json_atomic
 from mythloop.router.embedder import default_model, get_embedder, model_id_for, release_model
-from mythloop.router.models import ModelStore
+from mythloop.router.models import ModelInfo, ModelStore
 from mythloop.router.ranker import full_text
 from mythloop.router.tuning import (
     TrainingPair,
     TuneSettings,
     drop_over_praised,
     fine_tune,
+    learned_pairs,
     trusted_pairs,
 )
 from mythloop.settings import get_settings
@@ -98,6 +99,44 @@ def round_pairs(run: ConditionRun, round_idx: int) -> tuple[list[TrainingPair], 
     return pairs, over_praised
 
 
+def _pair_key(pair: TrainingPair) -> tuple[str, str, str, str]:
+    return (pair.query, pair.skill, pair.text, "" if pair.negative == pair.text else pair.negative)
+
+
+def _last_model(run: ConditionRun, round_idx: int, models: ModelStore) -> ModelInfo | None:
+    """The tuned model the run ranked its last round before `round_idx` with (models.json),
+    if it is still in the store; None for the base model or none."""
+    done = read_models(run.dir)
+    earlier = sorted((int(k), v) for k, v in done.items()
+                     if k.isdigit() and int(k) < round_idx and isinstance(v, dict))
+    if not earlier:
+        return None
+    return models.get(str(earlier[-1][1].get("model_id") or ""))
+
+
+def _start(run: ConditionRun, round_idx: int, pairs: list[TrainingPair], models: ModelStore,
+           record: dict[str, Any]) -> tuple[str, list[TrainingPair], list[TrainingPair]]:
+    """Where round `round_idx`'s fine-tune starts: (model folder, pairs to train on, pairs
+    that model learned already). With `c5_continue`, the last round's tuned model and the
+    trusted pairs it has not learned, where every pair it learned is still trusted (a pair
+    that lost the trust, say a twin the pool now holds harmful, must stop teaching, and only
+    a model trained from the base unlearns it); otherwise the base model and every pair."""
+    base = base_model(run)
+    last = _last_model(run, round_idx, models) if get_settings().c5_continue else None
+    if last is None:
+        return base, pairs, []
+    learned = learned_pairs(last)
+    keys = {_pair_key(p) for p in pairs}
+    lost = sum(_pair_key(p) not in keys for p in learned)
+    if not learned or lost:
+        record["restarted"] = (f"{lost} pair(s) {last.id} learned no longer trusted: trained "
+                               "from the base model" if lost else f"{last.id} lists no pairs")
+        return base, pairs, []
+    known = {_pair_key(p) for p in learned}
+    record["continued_from"] = last.id
+    return str(last.path), [p for p in pairs if _pair_key(p) not in known], learned
+
+
 def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None = None,
                    on_step=None) -> dict[str, Any]:
     """Fine-tune for round `round_idx` (>= 1) from the store as it is now (the round's start)
@@ -111,11 +150,20 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
                               "base_model": model_id_for(base)}
     if over_praised:
         record["over_praised"] = over_praised
-    if len(pairs) < get_settings().c5_min_pairs:
-        record.update(model_id=previous or record["base_model"], trained=False,
-                      why=f"{len(pairs)} trusted pairs, under c5_min_pairs")
+    start, todo, learned = _start(run, round_idx, pairs, models, record)
+    if learned:
+        record["pairs_new"] = len(todo)
+    if len(todo) < get_settings().c5_min_pairs:
+        kept = models.get(str(record.get("continued_from") or "")) if learned else None
+        if kept is not None and kept.id != previous:  # a resumed run ranks with the base model
+            run.use_embedder(get_embedder(str(kept.path)))
+        record.update(model_id=kept.id if kept is not None else previous or record["base_model"],
+                      trained=False,
+                      why=(f"{len(todo)} new trusted pairs" if learned
+                           else f"{len(pairs)} trusted pairs") + ", under c5_min_pairs")
     else:
-        info = fine_tune(base, pairs, models, settings=tune_settings(run.seed), on_step=on_step,
+        info = fine_tune(start, todo, models, settings=tune_settings(run.seed), on_step=on_step,
+                         learned=learned,
                          lineage={"source": "sweep", "sweep_id": run.results_dir.name,
                                   "results_dir": str(run.results_dir), "condition": run.cond,
                                   "replicate": run.replicate, "round": round_idx})
