@@ -10,8 +10,10 @@ Why that trust rule: a HELPFUL verdict is the judge saying "this prompt is what 
 for", exactly a retrieval positive; a flipped verdict on a skill the pool's evidence calls
 harmful (P(harmful share > 1/2) >= 0.9 under C4's Beta posterior, docs/blend.md) is the one
 most likely wrong, and a poisoned twin judged HELPFUL once before its HARMFUL verdicts agree
-drops out of the pairs as soon as they do. Pairs are rebuilt from the store at every round and
-the model is tuned from the base each time, so a pair that stops being trusted stops teaching.
+drops out of the pairs as soon as they do. Pairs are rebuilt from the store at every round; a
+sweep trains the last round's model on the new ones only while every pair it learned is still
+trusted, and the base model otherwise (mythloop/sweep/tuned.py), so a pair that stops being
+trusted stops teaching.
 
 The training loop is a plain loop over the library's own loss module (no `datasets` /
 `accelerate`, which the trainer class needs and the project does not ship): batches hold no

@@ -1,5 +1,7 @@
-"""Condition C5 in a sweep: before each round after the first, fine-tune a copy of the base
-embedding model on the verdicts the condition trusts, and rank the round with it.
+"""Condition C5 in a sweep: before each round after the first, fine-tune the embedding model on
+the verdicts the condition trusts, and rank the round with it: the last round's tuned model on
+the trusted pairs it has not learned (`c5_continue`, on), or a copy of the base model on all of
+them (the first tuned round, `c5_continue` off, or a pair the last model learned lost the trust).
 
 One model per condition x replicate and round: the pairs come from that replicate's own store,
 the training seed from its own seed, so nothing is shared between replicates or with C0
