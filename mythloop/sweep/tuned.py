@@ -117,26 +117,27 @@ def _last_model(run: ConditionRun, round_idx: int, models: ModelStore) -> ModelI
 
 
 def _start(run: ConditionRun, round_idx: int, pairs: list[TrainingPair], models: ModelStore,
-           record: dict[str, Any]) -> tuple[str, list[TrainingPair], list[TrainingPair]]:
-    """Where round `round_idx`'s fine-tune starts: (model folder, pairs to train on, pairs
-    that model learned already). With `c5_continue`, the last round's tuned model and the
-    trusted pairs it has not learned, where every pair it learned is still trusted (a pair
-    that lost the trust, say a twin the pool now holds harmful, must stop teaching, and only
-    a model trained from the base unlearns it); otherwise the base model and every pair."""
-    base = base_model(run)
+           record: dict[str, Any]) -> tuple[ModelInfo | None, list[TrainingPair],
+                                            list[TrainingPair]]:
+    """Where round `round_idx`'s fine-tune starts: (the tuned model it continues, None for
+    the base model; pairs to train on; pairs that model learned already). With
+    `c5_continue`, the last round's tuned model and the trusted pairs it has not learned,
+    where every pair it learned is still trusted (a pair that lost the trust, say a twin the
+    pool now holds harmful, must stop teaching, and only a model trained from the base
+    unlearns it); otherwise the base model and every pair."""
     last = _last_model(run, round_idx, models) if get_settings().c5_continue else None
     if last is None:
-        return base, pairs, []
+        return None, pairs, []
     learned = learned_pairs(last)
     keys = {_pair_key(p) for p in pairs}
     lost = sum(_pair_key(p) not in keys for p in learned)
     if not learned or lost:
         record["restarted"] = (f"{lost} pair(s) {last.id} learned no longer trusted: trained "
                                "from the base model" if lost else f"{last.id} lists no pairs")
-        return base, pairs, []
+        return None, pairs, []
     known = {_pair_key(p) for p in learned}
     record["continued_from"] = last.id
-    return str(last.path), [p for p in pairs if _pair_key(p) not in known], learned
+    return last, [p for p in pairs if _pair_key(p) not in known], learned
 
 
 def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None = None,
@@ -152,18 +153,18 @@ def tune_for_round(run: ConditionRun, round_idx: int, models: ModelStore | None 
                               "base_model": model_id_for(base)}
     if over_praised:
         record["over_praised"] = over_praised
-    start, todo, learned = _start(run, round_idx, pairs, models, record)
-    if learned:
+    last, todo, learned = _start(run, round_idx, pairs, models, record)
+    if last is not None:
         record["pairs_new"] = len(todo)
     if len(todo) < get_settings().c5_min_pairs:
-        kept = models.get(str(record.get("continued_from") or "")) if learned else None
-        if kept is not None and kept.id != previous:  # a resumed run ranks with the base model
-            run.use_embedder(get_embedder(str(kept.path)))
-        record.update(model_id=kept.id if kept is not None else previous or record["base_model"],
+        if last is not None and last.id != previous:  # a resumed run ranks with the base model
+            run.use_embedder(get_embedder(str(last.path)))
+        record.update(model_id=last.id if last is not None else previous or record["base_model"],
                       trained=False,
-                      why=(f"{len(todo)} new trusted pairs" if learned
+                      why=(f"{len(todo)} new trusted pairs" if last is not None
                            else f"{len(pairs)} trusted pairs") + ", under c5_min_pairs")
     else:
+        start = str(last.path) if last is not None else base
         info = fine_tune(start, todo, models, settings=tune_settings(run.seed), on_step=on_step,
                          learned=learned,
                          lineage={"source": "sweep", "sweep_id": run.results_dir.name,
